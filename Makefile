@@ -1,0 +1,54 @@
+# The two commands a newcomer runs: `make book` and `make test`.
+# Both create or refresh .venv from requirements.txt when it is missing or stale.
+
+PYTHON ?= $(shell command -v python3.11 || command -v python3)
+VENV   := .venv
+BIN    := $(VENV)/bin
+STAMP  := $(VENV)/.installed
+BUILD_OPTS ?= -W -n --keep-going
+
+export PYTHONHASHSEED := 0
+export MPLBACKEND := Agg
+export PATH := $(CURDIR)/$(BIN):$(PATH)
+
+.PHONY: help book test unit notebooks build-strict bench lab clean
+
+help:
+	@echo "make book    build the website into _build/html"
+	@echo "make test    unit tests + doctests, every notebook (nbval), strict book build"
+	@echo "make bench   benchmarks against statsmodels and scikit-learn"
+	@echo "make lab     JupyterLab on the book"
+	@echo "make clean   remove _build and caches (keeps .venv)"
+
+$(STAMP): requirements.txt pyproject.toml
+	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet -r requirements.txt
+	$(BIN)/python -m pip install --quiet --no-deps -e .
+	$(BIN)/python -m ipykernel install --sys-prefix --name python3 >/dev/null
+	@touch $@
+
+book: $(STAMP)
+	$(BIN)/jupyter-book build . --builder html
+
+test: unit notebooks build-strict
+
+unit: $(STAMP)
+	$(BIN)/python -m pytest tests blrlib
+
+notebooks: $(STAMP)
+	$(BIN)/python -m pytest -p no:doctest --nbval-lax --nbval-current-env \
+	    $$($(BIN)/python tools/toc_notebooks.py)
+
+build-strict: $(STAMP)
+	$(BIN)/jupyter-book build . --builder html $(BUILD_OPTS)
+
+bench: $(STAMP)
+	$(BIN)/python bench/run.py
+
+lab: $(STAMP)
+	$(BIN)/jupyter lab book
+
+clean:
+	rm -rf _build .pytest_cache .jupyter_cache
+	find . -name __pycache__ -not -path "./$(VENV)/*" -prune -exec rm -rf {} +

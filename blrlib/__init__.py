@@ -1,0 +1,56 @@
+"""blrlib: the library of the Bayesian logistic regression course book.
+
+A flat public API; each function's docstring names the chapter and equation
+that define it.  ``blrlib.datasets`` holds the data sets and
+``blrlib.plotting`` (the only module that imports matplotlib) the shared figures.
+"""
+
+from . import datasets
+from .laplace import LaplacePosterior, laplace_posterior
+from .logistic import (
+    add_intercept,
+    gradient,
+    hessian,
+    log_likelihood,
+    log_posterior,
+    log_sigmoid,
+    logit,
+    sigmoid,
+)
+from .optimize import ConvergenceWarning, FitResult, gradient_ascent, irls
+from .predictive import (
+    expected_sigmoid,
+    latent_moments,
+    predict_mc,
+    predict_plugin,
+    predict_probit,
+    predict_quadrature,
+    probit_kappa,
+)
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "ConvergenceWarning",
+    "FitResult",
+    "LaplacePosterior",
+    "add_intercept",
+    "datasets",
+    "expected_sigmoid",
+    "gradient",
+    "gradient_ascent",
+    "hessian",
+    "irls",
+    "laplace_posterior",
+    "latent_moments",
+    "log_likelihood",
+    "log_posterior",
+    "log_sigmoid",
+    "logit",
+    "predict_mc",
+    "predict_plugin",
+    "predict_probit",
+    "predict_quadrature",
+    "probit_kappa",
+    "sigmoid",
+]

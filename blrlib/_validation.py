@@ -1,0 +1,160 @@
+"""Input checks for blrlib's public functions, kept in one place.
+
+Every public entry point validates its arguments here and nowhere else, so that
+bad input meets the same clear message wherever it enters: the message names
+what was expected and what arrived.  Internal helpers trust their inputs.
+"""
+
+import numbers
+
+import numpy as np
+
+__all__ = [
+    "as_matrix",
+    "as_labels",
+    "as_weights",
+    "as_vector",
+    "check_nonnegative",
+    "check_positive",
+]
+
+
+def _describe(x):
+    """Short description of a value for error messages."""
+    arr = np.asarray(x)
+    return f"{type(x).__name__} with shape {arr.shape} and dtype {arr.dtype}"
+
+
+def _as_float_array(x, name):
+    if isinstance(x, str | bytes):
+        raise TypeError(f"{name} must be array-like of numbers, got a {type(x).__name__}")
+    try:
+        arr = np.asarray(x, dtype=float)
+    except (TypeError, ValueError) as exc:
+        raise TypeError(f"{name} must be array-like of numbers, got {type(x).__name__}: {exc}") from None
+    return arr
+
+
+def _check_finite(arr, name):
+    if not np.all(np.isfinite(arr)):
+        bad = np.argwhere(~np.isfinite(arr))[0]
+        raise ValueError(
+            f"{name} must contain only finite numbers, got {arr[tuple(bad)]} at index {tuple(int(i) for i in bad)}"
+        )
+
+
+def as_matrix(X, name="X"):
+    """Return ``X`` as a finite float array of shape (n, d) with n, d >= 1."""
+    arr = _as_float_array(X, name)
+    if arr.ndim != 2:
+        hint = " (use X.reshape(-1, 1) for a single feature)" if arr.ndim == 1 else ""
+        raise ValueError(f"{name} must be 2-D with shape (n, d), got ndim={arr.ndim} and shape {arr.shape}{hint}")
+    if arr.shape[0] == 0:
+        raise ValueError(f"{name} is empty: expected at least one row, got shape {arr.shape}")
+    if arr.shape[1] == 0:
+        raise ValueError(f"{name} has no columns: expected shape (n, d) with d >= 1, got {arr.shape}")
+    _check_finite(arr, name)
+    return arr
+
+
+def as_vector(x, name, length=None):
+    """Return ``x`` as a finite 1-D float array, optionally of a given length."""
+    arr = _as_float_array(x, name)
+    if arr.ndim != 1:
+        raise ValueError(f"{name} must be 1-D, got ndim={arr.ndim} and shape {arr.shape}")
+    if length is not None and arr.shape[0] != length:
+        raise ValueError(f"{name} must have length {length}, got length {arr.shape[0]}")
+    _check_finite(arr, name)
+    return arr
+
+
+def as_labels(y, n=None, name="y"):
+    """Return labels as a float array of 0s and 1s, of length ``n`` if given.
+
+    Labels must be in {0, 1}.  Labels in {-1, +1} are rejected with a hint,
+    because silently mapping them would hide a modelling mistake.
+    """
+    if isinstance(y, str | bytes):
+        raise TypeError(f"{name} must be an array of 0/1 labels, got a {type(y).__name__}")
+    raw = np.asarray(y)
+    if raw.dtype == bool:
+        raw = raw.astype(float)
+    if raw.dtype.kind not in "biuf":
+        raise TypeError(f"{name} must be an array of 0/1 labels, got {_describe(y)}")
+    arr = raw.astype(float)
+    if arr.ndim != 1:
+        raise ValueError(f"{name} must be 1-D with shape (n,), got ndim={arr.ndim} and shape {arr.shape}")
+    if arr.shape[0] == 0:
+        raise ValueError(f"{name} is empty: expected at least one label")
+    _check_finite(arr, name)
+    if n is not None and arr.shape[0] != n:
+        raise ValueError(f"X and {name} have different lengths: X has {n} rows, {name} has {arr.shape[0]} entries")
+    values = np.unique(arr)
+    if not np.all(np.isin(values, (0.0, 1.0))):
+        shown = ", ".join(f"{v:g}" for v in values[:6]) + (", ..." if values.size > 6 else "")
+        if np.all(np.isin(values, (-1.0, 1.0))):
+            raise ValueError(
+                f"{name} must contain labels in {{0, 1}}, got labels in {{-1, +1}}; "
+                f"convert them with y01 = (y + 1) // 2"
+            )
+        raise ValueError(f"{name} must contain labels in {{0, 1}}, got values {{{shown}}}")
+    return arr
+
+
+def as_weights(w, d, name="w"):
+    """Return a weight vector of length ``d`` matching the columns of X."""
+    arr = _as_float_array(w, name)
+    if arr.ndim != 1:
+        raise ValueError(f"{name} must be 1-D with shape ({d},), got ndim={arr.ndim} and shape {arr.shape}")
+    if arr.shape[0] != d:
+        raise ValueError(f"{name} has length {arr.shape[0]} but X has {d} columns; they must match")
+    _check_finite(arr, name)
+    return arr
+
+
+def _as_scalar(value, name):
+    if isinstance(value, bool) or not isinstance(value, numbers.Real | np.ndarray):
+        raise TypeError(f"{name} must be a real number, got {type(value).__name__}")
+    arr = np.asarray(value, dtype=float)
+    if arr.ndim != 0:
+        raise TypeError(f"{name} must be a scalar, got an array of shape {arr.shape}")
+    value = float(arr)
+    if not np.isfinite(value):
+        raise ValueError(f"{name} must be finite, got {value}")
+    return value
+
+
+def check_nonnegative(value, name):
+    """Return ``value`` as a float, raising unless it is a finite number >= 0."""
+    value = _as_scalar(value, name)
+    if value < 0:
+        raise ValueError(f"{name} must be >= 0, got {value:g}")
+    return value
+
+
+def check_positive(value, name):
+    """Return ``value`` as a float, raising unless it is a finite number > 0."""
+    value = _as_scalar(value, name)
+    if value <= 0:
+        raise ValueError(f"{name} must be > 0, got {value:g}")
+    return value
+
+
+def check_int(value, name, minimum=1):
+    """Return ``value`` as an int, raising unless it is an integer >= ``minimum``."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+        raise TypeError(f"{name} must be an integer, got {type(value).__name__}")
+    if value < minimum:
+        raise ValueError(f"{name} must be >= {minimum}, got {value}")
+    return int(value)
+
+
+def as_rng(rng):
+    """Return a ``numpy.random.Generator`` from a Generator, an int seed or None (seed 0)."""
+    if rng is None:
+        return np.random.default_rng(0)
+    if isinstance(rng, np.random.Generator):
+        return rng
+    if isinstance(rng, numbers.Integral) and not isinstance(rng, bool):
+        return np.random.default_rng(int(rng))
+    raise TypeError(f"rng must be a numpy.random.Generator, an int seed or None, got {type(rng).__name__}")
