@@ -6,6 +6,7 @@ that define it.  ``blrlib.datasets`` holds the data sets and
 """
 
 from . import datasets
+from .kernels import linear_kernel, polynomial_kernel, rbf_kernel
 from .laplace import LaplacePosterior, laplace_posterior
 from .logistic import (
     add_intercept,
@@ -27,6 +28,7 @@ from .predictive import (
     predict_quadrature,
     probit_kappa,
 )
+from .ridge import kernel_ridge, ridge_primal
 
 __version__ = "0.1.0"
 
@@ -41,16 +43,21 @@ __all__ = [
     "gradient_ascent",
     "hessian",
     "irls",
+    "kernel_ridge",
     "laplace_posterior",
     "latent_moments",
+    "linear_kernel",
     "log_likelihood",
     "log_posterior",
     "log_sigmoid",
     "logit",
+    "polynomial_kernel",
     "predict_mc",
     "predict_plugin",
     "predict_probit",
     "predict_quadrature",
     "probit_kappa",
+    "rbf_kernel",
+    "ridge_primal",
     "sigmoid",
 ]

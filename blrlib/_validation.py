@@ -16,6 +16,9 @@ __all__ = [
     "as_vector",
     "check_nonnegative",
     "check_positive",
+    "as_targets",
+    "as_kernel_matrix",
+    "as_matrix_pair",
 ]
 
 
@@ -158,3 +161,57 @@ def as_rng(rng):
     if isinstance(rng, numbers.Integral) and not isinstance(rng, bool):
         return np.random.default_rng(int(rng))
     raise TypeError(f"rng must be a numpy.random.Generator, an int seed or None, got {type(rng).__name__}")
+
+
+def as_targets(y, n, name="y", rows_name="X"):
+    """Return real-valued regression targets as a finite 1-D float array of length ``n``."""
+    arr = _as_float_array(y, name)
+    if arr.ndim != 1:
+        raise ValueError(f"{name} must be 1-D with shape (n,), got ndim={arr.ndim} and shape {arr.shape}")
+    if arr.shape[0] != n:
+        raise ValueError(
+            f"{rows_name} and {name} have different lengths: {rows_name} has {n} rows, {name} has {arr.shape[0]} entries"
+        )
+    _check_finite(arr, name)
+    return arr
+
+
+def as_kernel_matrix(K, name="K", rtol=1e-8):
+    """Return ``K`` as a finite, square, symmetric float array of shape (n, n) with n >= 1.
+
+    Symmetry is checked up to ``rtol`` times the largest absolute entry, so that
+    round-off in a kernel computed elsewhere is accepted.
+    """
+    arr = _as_float_array(K, name)
+    if arr.ndim != 2:
+        raise ValueError(f"{name} must be a 2-D square matrix of shape (n, n), got ndim={arr.ndim} and shape {arr.shape}")
+    if arr.shape[0] != arr.shape[1]:
+        raise ValueError(f"{name} must be square with shape (n, n), got shape {arr.shape}")
+    if arr.shape[0] == 0:
+        raise ValueError(f"{name} is empty: expected shape (n, n) with n >= 1, got {arr.shape}")
+    _check_finite(arr, name)
+    scale = float(np.max(np.abs(arr)))
+    asym = float(np.max(np.abs(arr - arr.T)))
+    if asym > rtol * scale:
+        raise ValueError(
+            f"{name} must be symmetric, got max |{name} - {name}.T| = {asym:.3g} "
+            f"(largest entry {scale:.3g})"
+        )
+    return arr
+
+
+def as_matrix_pair(X1, X2, names=("X1", "X2")):
+    """Validate two input matrices that must share their number of columns.
+
+    ``X2=None`` means ``X2 = X1``; the second return value is then ``None``.
+    """
+    X1 = as_matrix(X1, names[0])
+    if X2 is None:
+        return X1, None
+    X2 = as_matrix(X2, names[1])
+    if X2.shape[1] != X1.shape[1]:
+        raise ValueError(
+            f"{names[0]} and {names[1]} must have the same number of columns, "
+            f"got {X1.shape[1]} and {X2.shape[1]}"
+        )
+    return X1, X2
