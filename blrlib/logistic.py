@@ -12,6 +12,7 @@ forms them.  The prior is :math:`\mathbf w \sim \mathcal N(0, \lambda^{-1} I)` w
 """
 
 import numpy as np
+from scipy.linalg.blas import dsyrk
 from scipy.special import expit, log_expit
 
 from ._validation import as_labels, as_matrix, as_weights, check_nonnegative, _as_float_array
@@ -220,18 +221,26 @@ def gradient(w, X, y, prior_precision=0.0):
     return _gradient(w, X, y, expit(X @ w), lam)
 
 
+_GRAM_CHUNK = 8192  # rows per block: a scaled block (8192 x d) stays in cache
+
+
 def _weighted_gram(X, s):
     r"""Return :math:`X^\top \operatorname{diag}(s) X` for weights ``s >= 0``.
 
-    One pass over the data: scale the rows by :math:`\sqrt{s_n}` and form the
-    symmetric rank-n product with BLAS ``syrk``, which computes one triangle only.
+    One pass over the data in blocks of rows: each block is scaled by
+    :math:`\sqrt{s_n}` into a reused buffer and accumulated with BLAS ``syrk``
+    (a symmetric rank-k update, which computes one triangle only, half the
+    flops of a general product).  No n-by-n or n-by-d temporary is formed.
     """
-    from scipy.linalg.blas import get_blas_funcs
-
-    Xs = X * np.sqrt(s)[:, None]
-    A = np.asfortranarray(Xs.T) if not Xs.T.flags.f_contiguous else Xs.T
-    (syrk,) = get_blas_funcs(("syrk",), (A,))
-    G = syrk(alpha=1.0, a=A, trans=0, lower=False)
+    n, d = X.shape
+    root = np.sqrt(s)
+    G = np.zeros((d, d), order="F")
+    buf = np.empty((min(n, _GRAM_CHUNK), d))
+    for start in range(0, n, _GRAM_CHUNK):
+        stop = min(start + _GRAM_CHUNK, n)
+        block = np.multiply(X[start:stop], root[start:stop, None], out=buf[: stop - start])
+        # block.T is Fortran-ordered (d, k): syrk computes G += block.T @ block in place
+        G = dsyrk(1.0, block.T, beta=1.0, c=G, trans=0, lower=0, overwrite_c=1)
     return np.triu(G) + np.triu(G, 1).T
 
 
