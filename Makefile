@@ -8,14 +8,15 @@ STAMP  := $(VENV)/.installed
 BUILD_OPTS ?= -W -n --keep-going
 
 export PYTHONHASHSEED := 0
-export MPLBACKEND := Agg
 export PATH := $(CURDIR)/$(BIN):$(PATH)
 
-.PHONY: help book test unit notebooks build-strict bench lab clean
+.PHONY: help book test unit notebooks build-strict site-test student grade bench lab clean
 
 help:
 	@echo "make book    build the website into _build/html"
-	@echo "make test    unit tests + doctests, every notebook (nbval), strict book build"
+	@echo "make test    unit tests + doctests, every notebook (nbval), strict book build, browser test"
+	@echo "make student the student edition of every chapter, in _build/student/"
+	@echo "make grade SUBMISSIONS=<folder>   autograde <folder>/<student>/<chapter>.ipynb"
 	@echo "make bench   benchmarks against statsmodels and scikit-learn"
 	@echo "make lab     JupyterLab on the book"
 	@echo "make clean   remove _build and caches (keeps .venv)"
@@ -31,17 +32,28 @@ $(STAMP): requirements.txt pyproject.toml
 book: $(STAMP)
 	$(BIN)/jupyter-book build . --builder html
 
-test: unit notebooks build-strict
+test: unit notebooks build-strict site-test
 
 unit: $(STAMP)
-	$(BIN)/python -m pytest tests blrlib
+	$(BIN)/python -m pytest tests blrlib --ignore=tests/site
 
 notebooks: $(STAMP)
-	$(BIN)/python -m pytest -p no:doctest --nbval-lax --nbval-current-env \
+	$(BIN)/python -m pytest -o addopts="-p no:cacheprovider" --nbval-lax --nbval-current-env \
 	    $$($(BIN)/python tools/toc_notebooks.py)
 
 build-strict: $(STAMP)
 	$(BIN)/jupyter-book build . --builder html $(BUILD_OPTS)
+
+# the built site in headless Chromium + checks of the HTML (after build-strict; tests/site)
+site-test: $(STAMP)
+	BOOK_SITE_REQUIRED=1 $(BIN)/python -m pytest -o addopts="-p no:cacheprovider" tests/site
+
+student: $(STAMP)
+	$(BIN)/python tools/student.py _build/student
+
+grade: $(STAMP)
+	@test -n "$(SUBMISSIONS)" || { echo "usage: make grade SUBMISSIONS=<folder> (<folder>/<student>/<chapter>.ipynb)"; exit 2; }
+	$(BIN)/python tools/grade.py "$(SUBMISSIONS)" --out _build/grades
 
 bench: $(STAMP)
 	$(BIN)/python bench/run.py

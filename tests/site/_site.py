@@ -1,0 +1,31 @@
+"""Paths and page lists shared by the site tests (see conftest.py)."""
+
+import os
+import pathlib
+import sys
+
+import yaml
+
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT / "tools"))
+
+from coursework import book  # noqa: E402
+
+HTML = pathlib.Path(os.environ.get("BOOK_HTML", ROOT / "_build" / "html")).resolve()
+TOC = pathlib.Path(os.environ.get("BOOK_TOC", ROOT / "_toc.yml")).resolve()
+CHROMIUM = os.environ.get("CHROMIUM", "/usr/bin/chromium")
+REQUIRED = os.environ.get("BOOK_SITE_REQUIRED") == "1"
+CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+                 "--disable-background-networking", "--disable-component-update", "--disable-sync"]
+
+
+def toc_docnames():
+    return list(book.toc_files(yaml.safe_load(TOC.read_text())))
+
+
+def is_notebook(docname):
+    return (ROOT / f"{docname}.ipynb").exists()
+
+
+PAGES = toc_docnames()
+NOTEBOOK_PAGES = [d for d in PAGES if is_notebook(d)]
