@@ -6,6 +6,7 @@ that define it.  ``blrlib.datasets`` holds the data sets and
 """
 
 from . import datasets
+from .gp import GPCLaplace, GPClassifier, GPCPrediction, gpc_laplace, gpc_log_marginal_likelihood, gpc_predict
 from .kernels import linear_kernel, polynomial_kernel, rbf_kernel
 from .laplace import LaplacePosterior, laplace_posterior
 from .logistic import (
@@ -32,13 +33,29 @@ from .ridge import kernel_ridge, ridge_primal
 
 __version__ = "0.1.0"
 
+
+def __getattr__(name):
+    """Import ``blrlib.plotting`` (and with it matplotlib) on first use only."""
+    if name == "plotting":
+        import importlib
+
+        return importlib.import_module(".plotting", __name__)
+    raise AttributeError(f"module 'blrlib' has no attribute {name!r}")
+
+
 __all__ = [
     "ConvergenceWarning",
     "FitResult",
+    "GPCLaplace",
+    "GPCPrediction",
+    "GPClassifier",
     "LaplacePosterior",
     "add_intercept",
     "datasets",
     "expected_sigmoid",
+    "gpc_laplace",
+    "gpc_log_marginal_likelihood",
+    "gpc_predict",
     "gradient",
     "gradient_ascent",
     "hessian",

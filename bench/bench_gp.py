@@ -1,0 +1,143 @@
+"""Benchmark: GP classification with blrlib.GPClassifier against scikit-learn.
+
+Compares fit + predict_proba of ``blrlib.GPClassifier`` and
+``sklearn.gaussian_process.GaussianProcessClassifier`` with the same kernel
+(``ConstantKernel * RBF``, both hyperparameters learned in log space between
+1e-5 and 1e5, starting from variance 1 and length scale 1, no restarts) on the
+two-moons data, and with the optimiser switched off for both.  Runs of the two
+libraries are interleaved and repeated; the table reports medians and the ratio
+blrlib / scikit-learn, for wall-clock time and for the CPU time of the process
+(all threads; the fairer measure on a shared machine).  A last row times
+blrlib's fit alone on a larger data set.
+
+Run from the repository root::
+
+    .venv/bin/python bench/bench_gp.py               # n = 1000 and 4000, 3 repeats
+    .venv/bin/python bench/bench_gp.py --threads 1   # pin BLAS to one thread (needs threadpoolctl)
+
+or ``from bench_gp import main; main(n=300, n_large=600, repeats=1)``.
+"""
+
+import argparse
+import contextlib
+import os
+import platform
+import statistics
+import time
+import warnings
+
+import numpy as np
+
+
+def _sklearn_gpc(optimize):
+    from sklearn.gaussian_process import GaussianProcessClassifier
+    from sklearn.gaussian_process.kernels import RBF, ConstantKernel
+
+    kernel = ConstantKernel(1.0, (1e-5, 1e5)) * RBF(1.0, (1e-5, 1e5))
+    return GaussianProcessClassifier(kernel=kernel, n_restarts_optimizer=0, random_state=0,
+                                     optimizer="fmin_l_bfgs_b" if optimize else None)
+
+
+def _blrlib_gpc(optimize):
+    from blrlib import GPClassifier
+
+    return GPClassifier(1.0, 1.0, optimize=optimize, n_restarts=0, random_state=0)
+
+
+def _lml(model):
+    return getattr(model, "log_marginal_likelihood_", None) or model.log_marginal_likelihood_value_
+
+
+def _time_fit_predict(make, X, y, X_test):
+    """Wall-clock and CPU seconds (all threads of this process) of fit + predict_proba."""
+    model = make()
+    t0, c0 = time.perf_counter(), time.process_time()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # scikit-learn warns when a hyperparameter hits a bound
+        model.fit(X, y)
+        if X_test is not None:
+            model.predict_proba(X_test)
+    return (time.perf_counter() - t0, time.process_time() - c0), _lml(model)
+
+
+def _compare(n, optimize, repeats, n_test=1000):
+    from blrlib import datasets
+
+    X, y = datasets.two_moons(n, noise=0.3, seed=0)
+    X_test = np.random.default_rng(1).uniform(-1.5, 2.5, size=(n_test, 2))
+    times = {"blrlib": [], "sklearn": []}
+    lml = {}
+    for r in range(repeats):  # interleaved, alternating which library goes first
+        order = [("blrlib", _blrlib_gpc), ("sklearn", _sklearn_gpc)]
+        for name, make in order if r % 2 == 0 else order[::-1]:
+            t, value = _time_fit_predict(lambda make=make: make(optimize), X, y, X_test)
+            times[name].append(t)
+            lml[name] = value
+    med = {k: (statistics.median(w for w, _ in v), statistics.median(c for _, c in v)) for k, v in times.items()}
+    return med, lml, times
+
+
+def _time_large(n, repeats):
+    from blrlib import datasets
+
+    X, y = datasets.two_moons(n, noise=0.3, seed=0)
+    runs = [_time_fit_predict(lambda: _blrlib_gpc(True), X, y, None) for _ in range(repeats)]
+    times = [t for t, _ in runs]
+    med = (statistics.median(w for w, _ in times), statistics.median(c for _, c in times))
+    return med, runs[-1][1], times
+
+
+def main(n=1000, n_large=4000, repeats=3, repeats_large=1, threads=None):
+    """Run the benchmark and print a markdown table; return the rows as dicts."""
+    limits = contextlib.nullcontext()
+    if threads is not None:
+        from threadpoolctl import threadpool_limits
+
+        limits = threadpool_limits(limits=threads)
+    rows = []
+    with limits:
+        for optimize in (True, False):
+            med, lml, times = _compare(n, optimize, repeats)
+            rows.append({
+                "task": f"fit + predict_proba ({n} test points), n = {n}, optimiser {'on' if optimize else 'off'}",
+                "blrlib": med["blrlib"], "sklearn": med["sklearn"],
+                "lml": f"{lml['blrlib']:.6f} / {lml['sklearn']:.6f}",
+                "runs": times,
+            })
+        if n_large:
+            med, value, times = _time_large(n_large, repeats_large)
+            rows.append({
+                "task": f"fit, n = {n_large}, optimiser on (blrlib only)",
+                "blrlib": med, "sklearn": None,
+                "lml": f"{value:.6f} / -",
+                "runs": {"blrlib": times},
+            })
+    load = os.getloadavg() if hasattr(os, "getloadavg") else ("?",) * 3
+    print(f"\nGP classification benchmark ({platform.processor() or platform.machine()}, "
+          f"{os.cpu_count()} CPUs, BLAS threads: {threads or 'default'}, "
+          f"load average at the end {load[0]:.1f}; {repeats} interleaved repeats, medians)\n")
+    print("| task | blrlib wall (s) | sklearn wall (s) | ratio wall | blrlib CPU (s) | sklearn CPU (s) "
+          "| ratio CPU | log marginal likelihood (blrlib / sklearn) |")
+    print("|---|---:|---:|---:|---:|---:|---:|---|")
+    for r in rows:
+        (bw, bc), sk = r["blrlib"], r["sklearn"]
+        if sk is None:
+            cells = f"{bw:.2f} | - | - | {bc:.2f} | - | -"
+        else:
+            sw, sc = sk
+            cells = f"{bw:.2f} | {sw:.2f} | {bw / sw:.2f} | {bc:.2f} | {sc:.2f} | {bc / sc:.2f}"
+        print(f"| {r['task']} | {cells} | {r['lml']} |")
+    return rows
+
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--n", type=int, default=1000)
+    parser.add_argument("--n-large", type=int, default=4000)
+    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--repeats-large", type=int, default=1)
+    parser.add_argument("--threads", type=int, default=None)
+    args = parser.parse_args()
+    rows = main(args.n, args.n_large, args.repeats, args.repeats_large, args.threads)
+    for r in rows:
+        print(f"<!-- {r['task']}: runs {r['runs']} -->")

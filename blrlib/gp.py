@@ -1,0 +1,786 @@
+r"""Gaussian-process classification with the Laplace approximation.
+
+Book: chapter 9.  A Gaussian process prior :math:`\mathbf f \sim \mathcal N(0, K)` on the
+latent function values replaces the Gaussian prior on the weights; the likelihood
+is the logistic one of chapter 2, :math:`p(y_n \mid f_n) = \sigma(s_n f_n)` with
+:math:`s_n = 2y_n - 1`.  As in chapter 5 the posterior over :math:`\mathbf f` is
+approximated by a Gaussian at its mode :math:`\hat{\mathbf f}`, the maximum of
+
+.. math:: \Psi(\mathbf f) = \log p(\mathbf y \mid \mathbf f) - \tfrac12 \mathbf f^\top K^{-1} \mathbf f,
+
+with covariance :math:`(K^{-1} + W)^{-1}`, :math:`W = \operatorname{diag}(p_n(1 - p_n))`.
+The code follows Rasmussen & Williams (2006), *Gaussian Processes for Machine
+Learning* (GPML): Algorithm 3.1 (the mode by Newton's method and the Laplace
+log marginal likelihood), Algorithm 3.2 (prediction) and Algorithm 5.1 (the
+gradient of the log marginal likelihood with respect to the kernel
+hyperparameters).  Labels are :math:`\{0, 1\}` (GPML writes :math:`t = (y + 1)/2`
+for its :math:`\pm 1` labels, so its :math:`\mathbf t` is our :math:`\mathbf y`).
+
+Every linear solve goes through the Cholesky factor :math:`L` of the well-conditioned
+matrix :math:`B = I + W^{1/2} K W^{1/2}`, whose eigenvalues lie in
+:math:`[1, 1 + \max_n W_{nn} \lambda_\text{max}(K)]`; :math:`K` itself is never
+inverted, so a singular kernel matrix is fine.  Diagonal matrices are never formed.
+"""
+
+import inspect
+import warnings
+from dataclasses import dataclass, field
+
+import numpy as np
+from scipy.linalg import cho_solve, solve_triangular
+from scipy.linalg.lapack import dpotrf, dpotri
+from scipy.optimize import minimize
+from scipy.special import expit, log_expit
+
+from ._validation import as_kernel_matrix, as_labels, as_matrix, as_vector, check_int, check_positive
+from .kernels import _rbf_from_sqdist, _squared_distances
+from .logistic import _curvature, _signs
+from .optimize import ConvergenceWarning
+from .predictive import expected_sigmoid
+
+__all__ = [
+    "GPCLaplace",
+    "GPCPrediction",
+    "gpc_laplace",
+    "gpc_predict",
+    "gpc_log_marginal_likelihood",
+    "GPClassifier",
+]
+
+_PREDICT_METHODS = ("probit", "quadrature", "mc", "plugin")
+_EPS = np.finfo(float).eps
+
+
+# --------------------------------------------------------------------------
+# Results
+# --------------------------------------------------------------------------
+def _short(v):
+    return np.array2string(np.asarray(v), precision=4, separator=", ", threshold=6)
+
+
+@dataclass(frozen=True)
+class GPCLaplace:
+    r"""The Laplace approximation of a GP classifier's posterior at fixed kernel (GPML Alg. 3.1).
+
+    Attributes
+    ----------
+    f_hat : ndarray of shape (n,)
+        The posterior mode :math:`\hat{\mathbf f}` of the latent function values.
+    log_marginal_likelihood : float
+        The Laplace estimate :math:`\log q(\mathbf y \mid X) = -\frac12 \mathbf a^\top \hat{\mathbf f}
+        + \log p(\mathbf y \mid \hat{\mathbf f}) - \sum_n \log L_{nn}`.
+    n_iter : int
+        Newton iterations taken.
+    converged : bool
+        Whether the stopping criterion was met within ``max_iter`` iterations.
+    a : ndarray of shape (n,)
+        :math:`\mathbf a = K^{-1} \hat{\mathbf f}` as produced by the iteration
+        (:math:`\hat{\mathbf f} = K \mathbf a`), the vector Algorithm 3.1 works with.
+    grad_log_lik : ndarray of shape (n,)
+        :math:`\nabla \log p(\mathbf y \mid \hat{\mathbf f}) = \mathbf y - \hat{\mathbf p}`;
+        equals ``a`` at the exact mode.
+    W_sqrt : ndarray of shape (n,)
+        :math:`W^{1/2}`, the square roots of :math:`\hat p_n (1 - \hat p_n)`.
+    L : ndarray of shape (n, n)
+        Lower Cholesky factor of :math:`B = I + W^{1/2} K W^{1/2}` at the mode.
+    K : ndarray of shape (n, n)
+        The kernel matrix the approximation was computed for.
+    """
+
+    f_hat: np.ndarray
+    log_marginal_likelihood: float
+    n_iter: int
+    converged: bool
+    a: np.ndarray = field(repr=False)
+    grad_log_lik: np.ndarray = field(repr=False)
+    W_sqrt: np.ndarray = field(repr=False)
+    L: np.ndarray = field(repr=False, compare=False)
+    K: np.ndarray = field(repr=False, compare=False)
+
+    def __repr__(self):
+        return (
+            f"GPCLaplace(n={self.f_hat.shape[0]}, f_hat={_short(self.f_hat)}, "
+            f"log_marginal_likelihood={self.log_marginal_likelihood:.8g}, "
+            f"n_iter={self.n_iter}, converged={self.converged})"
+        )
+
+
+@dataclass(frozen=True)
+class GPCPrediction:
+    r"""Predictions of a GP classifier at m test points (GPML Alg. 3.2).
+
+    Attributes
+    ----------
+    prob : ndarray of shape (m,)
+        :math:`p(y_* = 1 \mid \mathbf x_*, \mathcal D)` under the chosen approximation.
+    mean : ndarray of shape (m,)
+        Mean of the latent :math:`f_*` under the Laplace approximation.
+    var : ndarray of shape (m,)
+        Variance of the latent :math:`f_*`.
+    method : str
+        How ``prob`` was computed from ``mean`` and ``var``.
+    """
+
+    prob: np.ndarray
+    mean: np.ndarray
+    var: np.ndarray
+    method: str = "probit"
+
+    def __repr__(self):
+        return (
+            f"GPCPrediction(prob={_short(self.prob)}, mean={_short(self.mean)}, "
+            f"var={_short(self.var)}, method={self.method!r})"
+        )
+
+
+# --------------------------------------------------------------------------
+# The mode: GPML Algorithm 3.1 with a line search
+# --------------------------------------------------------------------------
+def _psi(a, f, y):
+    r""":math:`\Psi = \log p(\mathbf y \mid \mathbf f) - \frac12 \mathbf a^\top \mathbf f`, stable for any f."""
+    return float(np.sum(log_expit(_signs(y) * f)) - 0.5 * (a @ f))
+
+
+def _factor(K, f):
+    """W^1/2 and the lower Cholesky factor of B = I + W^1/2 K W^1/2 at f (Alg. 3.1, lines 4-5)."""
+    W = _curvature(f)  # p (1 - p), without cancellation for large |f|
+    sW = np.sqrt(W)
+    B = K * sW[:, None]
+    B *= sW[None, :]
+    B[np.diag_indices_from(B)] += 1.0
+    # LAPACK potrf in place; B is symmetric, so its C-ordered buffer is B.T in Fortran order
+    L, info = dpotrf(B.T, lower=1, clean=1, overwrite_a=1)
+    if info != 0:
+        raise ValueError(
+            "K must be positive semi-definite: B = I + W^1/2 K W^1/2 is not positive definite "
+            f"(LAPACK potrf failed at leading minor {info}); check the kernel matrix"
+        )
+    return W, sW, L
+
+
+def _newton_target(K, y, f, W, sW, L):
+    """The full Newton step of Alg. 3.1, lines 6-8: the new a (and f = K a)."""
+    b = W * f + (y - expit(f))  # line 6
+    a = b - sW * cho_solve((L, True), sW * (K @ b), check_finite=False)  # line 7
+    return a, K @ a  # line 8
+
+
+def _mode(K, y, max_iter=100, tol=1e-10, f0=None):
+    """Newton's method for the mode of the latent posterior (GPML Alg. 3.1), safeguarded.
+
+    Works with a = K^-1 f alongside f = K a, so Psi never needs K^-1.  Each full
+    Newton step is halved until Psi does not decrease (Psi is concave, so the
+    Newton direction is an ascent direction and halving succeeds).  After each
+    factorisation the next Newton step is computed (it costs O(n^2) once L is
+    known); when it would change neither Psi nor f noticeably, the current f is the
+    mode, and the L returned is the one at that f, so the log marginal likelihood
+    and the gradient are consistent with f_hat.
+
+    A warm start f0 need not be consistent with K (it is typically the mode for a
+    nearby kernel): one full Newton step from it gives a consistent pair (a, f),
+    kept only if its Psi beats that of f = 0.
+    """
+    n = K.shape[0]
+    a = np.zeros(n)
+    f = np.zeros(n)
+    psi = -n * np.log(2.0)  # Psi(0)
+    n_iter = 0
+    f_tol = tol
+    k_max = float(np.max(np.diag(K)))
+
+    def small(step, f):
+        return step <= f_tol * (1.0 + float(np.max(np.abs(f))))
+
+    if f0 is not None:
+        W, sW, L = _factor(K, f0)  # lines 4-5 at the warm start
+        a1, f1 = _newton_target(K, y, f0, W, sW, L)  # lines 6-8
+        psi1 = _psi(a1, f1, y)
+        if psi1 > psi:
+            n_iter = 1
+            if small(float(np.max(np.abs(f1 - f0))), f1):  # f0 was the mode already: its L serves
+                return _mode_result(a1, f1, W, sW, L, psi1, n_iter, True)
+            a, f, psi = a1, f1, psi1
+    W, sW, L = _factor(K, f)  # lines 4-5
+    converged = False
+    while True:
+        a_new, f_new = _newton_target(K, y, f, W, sW, L)  # lines 6-8
+        da, df = a_new - a, f_new - f
+        psi_new = _psi(a_new, f_new, y)
+        gain, step = psi_new - psi, float(np.max(np.abs(df)))
+        if gain <= tol * (1.0 + abs(psi)) and small(step, f):
+            converged = True  # the next step would change nothing: f is the mode
+            break
+        if gain <= tol * (1.0 + abs(psi)) and step <= 16 * _EPS * k_max * float(np.sum(np.abs(a_new))):
+            converged = True  # the step is below the round-off of f = K a (huge K)
+            break
+        if n_iter >= max_iter:
+            break
+        # safeguard: halve the step until Psi does not decrease (up to round-off)
+        slack = 1e-12 * (1.0 + abs(psi))
+        t, a_t, f_t, psi_t = 1.0, a_new, f_new, psi_new
+        for _ in range(60):
+            if psi_t >= psi - slack:
+                break
+            t *= 0.5
+            a_t, f_t = a + t * da, f + t * df
+            psi_t = _psi(a_t, f_t, y)
+        else:  # no step increases Psi: we are at the maximum to round-off
+            converged = True
+            break
+        a, f, psi = a_t, f_t, psi_t
+        n_iter += 1
+        W, sW, L = _factor(K, f)  # lines 4-5 of the next iteration
+    return _mode_result(a, f, W, sW, L, psi, n_iter, converged)
+
+
+def _mode_result(a, f, W, sW, L, psi, n_iter, converged):
+    lml = psi - float(np.sum(np.log(np.diag(L))))  # line 10
+    return {"a": a, "f": f, "W": W, "sW": sW, "L": L, "lml": lml, "n_iter": n_iter, "converged": converged}
+
+
+def _make_fit(K, y, m):
+    return GPCLaplace(
+        f_hat=m["f"],
+        log_marginal_likelihood=float(m["lml"]),
+        n_iter=int(m["n_iter"]),
+        converged=bool(m["converged"]),
+        a=m["a"],
+        grad_log_lik=y - expit(m["f"]),
+        W_sqrt=m["sW"],
+        L=m["L"],
+        K=K,
+    )
+
+
+def _warn_mode(max_iter):
+    warnings.warn(
+        f"gpc_laplace: Newton's method did not converge in max_iter={max_iter} iterations; "
+        f"increase max_iter",
+        ConvergenceWarning,
+        stacklevel=3,
+    )
+
+
+def gpc_laplace(K, y, max_iter=100, tol=1e-10, *, f0=None):
+    r"""The Laplace approximation for GP classification: mode and log marginal likelihood.
+
+    Newton's method on :math:`\Psi(\mathbf f) = \log p(\mathbf y \mid \mathbf f)
+    - \frac12 \mathbf f^\top K^{-1} \mathbf f` as in GPML Algorithm 3.1: with
+    :math:`W = \operatorname{diag}(p_n(1 - p_n))`,
+    :math:`B = I + W^{1/2} K W^{1/2} = L L^\top`,
+
+    .. math:: \mathbf b = W \mathbf f + \mathbf y - \mathbf p, \qquad
+              \mathbf a = \mathbf b - W^{1/2} B^{-1} W^{1/2} K \mathbf b, \qquad
+              \mathbf f \leftarrow K \mathbf a,
+
+    where each step is halved until :math:`\Psi` does not decrease, so the iteration
+    converges from any start, even for large signal variances where the plain
+    Newton step overshoots.  At the mode,
+
+    .. math:: \log q(\mathbf y \mid X) = -\tfrac12 \mathbf a^\top \hat{\mathbf f}
+              + \log p(\mathbf y \mid \hat{\mathbf f}) - \sum_n \log L_{nn}.
+
+    Book: chapter 9, equations ``eq-gpc-newton`` and ``eq-gpc-lml``.
+
+    Parameters
+    ----------
+    K : array_like of shape (n, n)
+        The prior covariance (kernel matrix) of the latent values at the training
+        inputs; symmetric positive semi-definite (it need not be invertible).
+    y : array_like of shape (n,), values in {0, 1}
+    max_iter : int, default 100
+    tol : float, default 1e-10
+        Converged when the next Newton step would raise :math:`\Psi` by at most
+        ``tol * (1 + |Psi|)`` and move no latent value by more than
+        ``tol * (1 + max|f|)``; the current iterate is then returned with
+        the Cholesky factor at that very point.
+    f0 : array_like of shape (n,), optional
+        Warm start, e.g. the ``f_hat`` of a fit with a nearby kernel: the first
+        Newton step starts from it, and its result is kept only when it gives a
+        higher :math:`\Psi` than :math:`\mathbf f = 0`.
+
+    Returns
+    -------
+    GPCLaplace
+
+    Warns
+    -----
+    ConvergenceWarning
+        If ``max_iter`` iterations do not reach the tolerance.
+
+    Examples
+    --------
+    >>> from blrlib import rbf_kernel
+    >>> X = np.array([[-2.0], [-1.0], [1.0], [2.0]])
+    >>> fit = gpc_laplace(rbf_kernel(X, variance=4.0), np.array([0, 0, 1, 1]))
+    >>> fit.converged, bool(fit.f_hat[0] < 0 < fit.f_hat[-1])
+    (True, True)
+    >>> round(fit.log_marginal_likelihood, 4)
+    -2.483
+    """
+    K = as_kernel_matrix(K)
+    n = K.shape[0]
+    y = as_labels(y, n=n)
+    max_iter = check_int(max_iter, "max_iter")
+    tol = check_positive(tol, "tol")
+    if f0 is not None:
+        f0 = as_vector(f0, "f0", length=n)
+    m = _mode(K, y, max_iter, tol, f0)
+    if not m["converged"]:
+        _warn_mode(max_iter)
+    return _make_fit(K, y, m)
+
+
+# --------------------------------------------------------------------------
+# Prediction: GPML Algorithm 3.2
+# --------------------------------------------------------------------------
+def _predict(fit, K_star, k_star_star, method="probit", n_samples=10_000, rng=None):
+    mean = K_star @ fit.grad_log_lik  # line 4: k_*^T (y - p)
+    v = solve_triangular(fit.L, fit.W_sqrt[:, None] * K_star.T, lower=True, check_finite=False)  # line 5
+    var = np.maximum(k_star_star - np.einsum("ij,ij->j", v, v), 0.0)  # line 6, clipped at 0
+    if method == "plugin":
+        prob = expit(mean)
+    else:  # line 7: the average of sigma(f_*) over N(mean, var)
+        kwargs = {"n_samples": n_samples, "rng": rng} if method == "mc" else {}
+        prob = np.atleast_1d(expected_sigmoid(mean, var, method=method, **kwargs))
+    return GPCPrediction(prob=prob, mean=mean, var=var, method=method)
+
+
+def _check_method(method):
+    if method not in _PREDICT_METHODS:
+        raise ValueError(f"method must be one of {_PREDICT_METHODS}, got {method!r}")
+    return method
+
+
+def gpc_predict(fit, K_star, k_star_star, method="probit", *, n_samples=10_000, rng=None):
+    r"""Predictive probabilities of a GP classifier (GPML Algorithm 3.2).
+
+    Under the Laplace approximation the latent value at a test input is Gaussian with
+
+    .. math:: \mu_* = \mathbf k_*^\top (\mathbf y - \hat{\mathbf p}), \qquad
+              \sigma_*^2 = k(\mathbf x_*, \mathbf x_*) - \mathbf v^\top \mathbf v, \quad
+              \mathbf v = L^{-1} W^{1/2} \mathbf k_*,
+
+    and :math:`p(y_* = 1) = E[\sigma(f_*)]` is computed from these moments by
+    :func:`~blrlib.expected_sigmoid` (chapter 6).
+
+    Book: chapter 9, equations ``eq-gpc-latent-moments`` and ``eq-gpc-predictive``.
+
+    Parameters
+    ----------
+    fit : GPCLaplace
+        From :func:`gpc_laplace`.
+    K_star : array_like of shape (m, n)
+        ``K_star[i, j] = k(x_star_i, x_j)``, test points against training points.
+    k_star_star : array_like of shape (m,)
+        The prior variances :math:`k(\mathbf x_*, \mathbf x_*)` of the test points.
+    method : {"probit", "quadrature", "mc", "plugin"}, default "probit"
+        ``"probit"``: :math:`\sigma(\kappa(\sigma_*^2)\mu_*)` (equation
+        ``eq-probit-approx``); ``"quadrature"``: the integral to about 1e-12;
+        ``"mc"``: Monte Carlo with ``n_samples`` draws from ``rng``;
+        ``"plugin"``: :math:`\sigma(\mu_*)`, ignoring the latent variance.
+    n_samples, rng
+        Passed to :func:`~blrlib.expected_sigmoid` for ``method="mc"``.
+
+    Returns
+    -------
+    GPCPrediction
+
+    Examples
+    --------
+    >>> from blrlib import rbf_kernel
+    >>> X = np.array([[-2.0], [-1.0], [1.0], [2.0]])
+    >>> fit = gpc_laplace(rbf_kernel(X, variance=4.0), np.array([0, 0, 1, 1]))
+    >>> X_new = np.array([[0.0], [1.5], [10.0]])
+    >>> pred = gpc_predict(fit, rbf_kernel(X_new, X, variance=4.0), np.full(3, 4.0))
+    >>> pred.prob.round(3)
+    array([0.5 , 0.75, 0.5 ])
+    >>> pred.var.round(3)  # far from the data the prior variance returns
+    array([2.861, 1.987, 4.   ])
+    """
+    if not isinstance(fit, GPCLaplace):
+        raise TypeError(f"fit must be a GPCLaplace (from gpc_laplace), got {type(fit).__name__}")
+    n = fit.f_hat.shape[0]
+    K_star = as_matrix(K_star, "K_star")
+    if K_star.shape[1] != n:
+        raise ValueError(
+            f"K_star must have shape (m, {n}) (test points x {n} training points), got shape {K_star.shape}"
+        )
+    k_star_star = as_vector(k_star_star, "k_star_star", length=K_star.shape[0])
+    if np.any(k_star_star < 0):
+        raise ValueError(f"k_star_star must be >= 0 (prior variances), got {k_star_star.min():g}")
+    method = _check_method(method)
+    return _predict(fit, K_star, k_star_star, method, n_samples, rng)
+
+
+# --------------------------------------------------------------------------
+# The gradient of the log marginal likelihood: GPML Algorithm 5.1
+# --------------------------------------------------------------------------
+def _lml_gradient(K, y, m, dKs):
+    r"""Gradient of the Laplace log marginal likelihood for kernel derivatives ``dKs`` (Alg. 5.1).
+
+    B^-1 comes from the Cholesky factor (LAPACK potri); from it
+    R = W^1/2 B^-1 W^1/2 (line 7) and the diagonal of the posterior covariance,
+    diag((K^-1 + W)^-1) = (1 - diag(B^-1)) / W, which enters line 9 multiplied by
+    W, so no division is needed.
+    """
+    sW, L, a = m["sW"], m["L"], m["a"]
+    p = expit(m["f"])
+    Binv, info = dpotri(L, lower=1)
+    if info != 0:  # pragma: no cover - L comes from a successful Cholesky
+        raise np.linalg.LinAlgError(f"potri failed with info={info}")
+    # potri fills the lower triangle; the strict upper one still holds the zeros of L
+    diag_Binv = np.diag(Binv).copy()
+    Binv += Binv.T
+    Binv[np.diag_indices_from(Binv)] = diag_Binv
+    R = Binv  # line 7, in place: R = W^1/2 B^-1 W^1/2
+    R *= sW[:, None]
+    R *= sW[None, :]
+    # line 9: s2 = d log q / d f_hat = -1/2 diag((K^-1 + W)^-1) * dW/df, with dW/df = W (1 - 2p);
+    # in terms of the third derivative, d^3 log p / df^3 = -W (1 - 2p), this is +1/2 diag(...) * d^3 log p
+    s2 = -0.5 * (1.0 - diag_Binv) * (1.0 - 2.0 * p)
+    grad = np.empty(len(dKs))
+    df_dtheta = np.empty((K.shape[0], len(dKs)))
+    for j, C in enumerate(dKs):  # line 11: C = dK / dtheta_j
+        s1 = 0.5 * (a @ (C @ a)) - 0.5 * float(np.sum(R * C))  # line 12 (tr(R C) = sum R * C, both symmetric)
+        b = C @ (y - p)  # line 13
+        s3 = b - K @ (R @ b)  # line 14: (I + K W)^-1 b, the derivative of f_hat
+        grad[j] = s1 + s2 @ s3  # line 15
+        df_dtheta[:, j] = s3
+    return grad, df_dtheta
+
+
+def _rbf_lml(D, y, variance, lengthscale, eval_gradient=True, max_iter=100, tol=1e-10, f0=None):
+    """Log marginal likelihood (and gradient in log hyperparameters) of the RBF kernel from squared distances."""
+    K = _rbf_from_sqdist(D, variance, lengthscale)
+    m = _mode(K, y, max_iter, tol, f0)
+    if not eval_gradient:
+        return m["lml"], None, m, K
+    dK_dlog_variance = K  # d K / d log sigma^2 = K
+    dK_dlog_lengthscale = K * D
+    dK_dlog_lengthscale *= 1.0 / lengthscale**2  # d K / d log l = K * D / l^2
+    grad, m["df_dtheta"] = _lml_gradient(K, y, m, [dK_dlog_variance, dK_dlog_lengthscale])
+    return m["lml"], grad, m, K
+
+
+def gpc_log_marginal_likelihood(X, y, variance, lengthscale, eval_gradient=True, *, max_iter=100, tol=1e-10,
+                                init=None):
+    r"""Laplace log marginal likelihood of GP classification with the RBF kernel, and its gradient.
+
+    The gradient is taken with respect to :math:`\boldsymbol\theta = (\log\sigma^2, \log\ell)`
+    and follows GPML Algorithm 5.1: the explicit part
+
+    .. math:: \frac{\partial \log q}{\partial\theta_j}\Big|_{\hat{\mathbf f}} =
+              \tfrac12 \mathbf a^\top C_j \mathbf a - \tfrac12 \operatorname{tr}(R\, C_j),
+              \qquad C_j = \frac{\partial K}{\partial\theta_j}, \quad
+              R = W^{1/2} B^{-1} W^{1/2},
+
+    plus the implicit part through the mode, which moves as the kernel changes:
+    :math:`\sum_n \frac{\partial \log q}{\partial \hat f_n}\frac{\partial \hat f_n}{\partial \theta_j}`
+    with :math:`\frac{\partial \log q}{\partial \hat f_n} = -\frac12 [(K^{-1} + W)^{-1}]_{nn}
+    \frac{\partial W_{nn}}{\partial \hat f_n}` and
+    :math:`\frac{\partial \hat{\mathbf f}}{\partial\theta_j} = (I + K W)^{-1} C_j (\mathbf y - \hat{\mathbf p})`.
+    For the RBF kernel :math:`\partial K / \partial \log\sigma^2 = K` and
+    :math:`\partial K_{ij} / \partial \log\ell = K_{ij} \|\mathbf x_i - \mathbf x_j\|^2 / \ell^2`.
+
+    Book: chapter 9, equation ``eq-gpc-lml-grad``.
+
+    Parameters
+    ----------
+    X : array_like of shape (n, d)
+    y : array_like of shape (n,), values in {0, 1}
+    variance : float
+        :math:`\sigma^2 > 0`.
+    lengthscale : float
+        :math:`\ell > 0`.
+    eval_gradient : bool, default True
+    max_iter, tol
+        Passed to the mode search (see :func:`gpc_laplace`).
+    init : GPCLaplace, optional
+        A previous fit on the same data (for example at nearby hyperparameters) whose
+        ``f_hat`` warm-starts Newton's method.
+
+    Returns
+    -------
+    lml : float
+    grad : ndarray of shape (2,)
+        :math:`(\partial/\partial\log\sigma^2, \partial/\partial\log\ell)`; only
+        when ``eval_gradient`` is true.
+
+    Examples
+    --------
+    >>> from blrlib import datasets
+    >>> X, y = datasets.two_moons(40, noise=0.2, seed=1)
+    >>> lml, grad = gpc_log_marginal_likelihood(X, y, variance=2.0, lengthscale=0.5)
+    >>> h = 1e-5
+    >>> up = gpc_log_marginal_likelihood(X, y, 2.0, 0.5 * np.exp(h), eval_gradient=False)
+    >>> down = gpc_log_marginal_likelihood(X, y, 2.0, 0.5 * np.exp(-h), eval_gradient=False)
+    >>> bool(abs((up - down) / (2 * h) - grad[1]) < 1e-6)
+    True
+    """
+    X = as_matrix(X)
+    y = as_labels(y, n=X.shape[0])
+    variance = check_positive(variance, "variance")
+    lengthscale = check_positive(lengthscale, "lengthscale")
+    max_iter = check_int(max_iter, "max_iter")
+    tol = check_positive(tol, "tol")
+    f0 = None
+    if init is not None:
+        if not isinstance(init, GPCLaplace):
+            raise TypeError(f"init must be a GPCLaplace or None, got {type(init).__name__}")
+        if init.f_hat.shape[0] != X.shape[0]:
+            raise ValueError(f"init was fitted on {init.f_hat.shape[0]} points but X has {X.shape[0]} rows")
+        f0 = init.f_hat
+    lml, grad, m, _ = _rbf_lml(_squared_distances(X), y, variance, lengthscale, eval_gradient, max_iter, tol, f0)
+    if not m["converged"]:
+        _warn_mode(max_iter)
+    return (lml, grad) if eval_gradient else lml
+
+
+# --------------------------------------------------------------------------
+# The estimator
+# --------------------------------------------------------------------------
+def _check_bounds(bounds, name):
+    try:
+        lo, hi = bounds
+    except (TypeError, ValueError):
+        raise TypeError(f"{name} must be a pair (low, high), got {bounds!r}") from None
+    lo = check_positive(lo, f"{name}[0]")
+    hi = check_positive(hi, f"{name}[1]")
+    if not lo <= hi:
+        raise ValueError(f"{name} must satisfy low <= high, got ({lo:g}, {hi:g})")
+    return lo, hi
+
+
+class GPClassifier:
+    r"""Gaussian-process classifier with an RBF kernel and the Laplace approximation.
+
+    A scikit-learn-style estimator around :func:`gpc_laplace` and
+    :func:`gpc_predict`, with the kernel
+    :math:`k(\mathbf x, \mathbf x') = \sigma^2 \exp(-\|\mathbf x - \mathbf x'\|^2 / 2\ell^2)`
+    (:func:`~blrlib.rbf_kernel`).  With ``optimize=True`` (the default), ``fit``
+    chooses :math:`\sigma^2` and :math:`\ell` by maximising the Laplace log marginal
+    likelihood with L-BFGS-B on its analytic gradient
+    (:func:`gpc_log_marginal_likelihood`, GPML Algorithm 5.1) in
+    :math:`(\log\sigma^2, \log\ell)`, starting from the constructor's values and
+    from ``n_restarts`` further seeded starting points; each Newton mode search is
+    warm-started from the previous one.
+
+    Book: chapter 9.
+
+    Parameters
+    ----------
+    variance : float, default 1
+        :math:`\sigma^2 > 0`; the fixed value, or the optimiser's first starting point.
+    lengthscale : float, default 1
+        :math:`\ell > 0`, likewise.
+    optimize : bool, default True
+        Learn the hyperparameters; ``False`` keeps the constructor's values.
+    n_restarts : int, default 2
+        Extra optimiser runs, started from :math:`\sigma^2` log-uniform in
+        [0.1, 1000] and :math:`\ell` log-uniform in [0.1, 10] times the median distance
+        between training points (clipped to the bounds), drawn from
+        ``np.random.default_rng(random_state)``.
+    random_state : int, default 0
+    predict_method : {"probit", "quadrature", "mc", "plugin"}, default "probit"
+        How :meth:`predict_proba` averages the sigmoid (see :func:`gpc_predict`).
+    variance_bounds, lengthscale_bounds : (float, float), default (1e-5, 1e5)
+        Bounds of the hyperparameter search.
+    max_iter : int, default 100
+        Newton iterations per mode search.
+    tol : float, default 1e-10
+        Tolerance of each mode search (see :func:`gpc_laplace`).
+
+    Attributes
+    ----------
+    variance_, lengthscale_ : float
+        The hyperparameters used for prediction.
+    log_marginal_likelihood_ : float
+        The Laplace log marginal likelihood at those hyperparameters.
+    laplace_ : GPCLaplace
+        The Laplace approximation at the training inputs.
+    X_train_ : ndarray of shape (n, d)
+    classes_ : ndarray, ``array([0, 1])``
+    n_features_in_ : int
+    optimize_results_ : list of scipy.optimize.OptimizeResult
+        One per starting point (empty when ``optimize=False``).
+
+    Examples
+    --------
+    >>> from blrlib import datasets
+    >>> X, y = datasets.two_moons(60, noise=0.2, seed=0)
+    >>> clf = GPClassifier(n_restarts=0).fit(X, y)
+    >>> clf.predict_proba(X[:2]).shape, float(np.mean(clf.predict(X) == y)) > 0.9
+    ((2, 2), True)
+    """
+
+    def __init__(self, variance=1.0, lengthscale=1.0, *, optimize=True, n_restarts=2, random_state=0,
+                 predict_method="probit", variance_bounds=(1e-5, 1e5), lengthscale_bounds=(1e-5, 1e5),
+                 max_iter=100, tol=1e-10):
+        self.variance = variance
+        self.lengthscale = lengthscale
+        self.optimize = optimize
+        self.n_restarts = n_restarts
+        self.random_state = random_state
+        self.predict_method = predict_method
+        self.variance_bounds = variance_bounds
+        self.lengthscale_bounds = lengthscale_bounds
+        self.max_iter = max_iter
+        self.tol = tol
+
+    # -- scikit-learn's parameter protocol ---------------------------------
+    @classmethod
+    def _param_names(cls):
+        sig = inspect.signature(cls.__init__)
+        return [p for p in sig.parameters if p != "self"]
+
+    def get_params(self, deep=True):
+        """The constructor's parameters as a dict (scikit-learn protocol)."""
+        return {name: getattr(self, name) for name in self._param_names()}
+
+    def set_params(self, **params):
+        """Set constructor parameters by name and return ``self`` (scikit-learn protocol)."""
+        valid = self._param_names()
+        for name, value in params.items():
+            if name not in valid:
+                raise ValueError(f"invalid parameter {name!r} for GPClassifier; valid parameters are {valid}")
+            setattr(self, name, value)
+        return self
+
+    def __repr__(self):
+        defaults = {p.name: p.default for p in inspect.signature(type(self).__init__).parameters.values()}
+        changed = [f"{k}={v!r}" for k, v in self.get_params().items() if not _same(v, defaults.get(k))]
+        return f"GPClassifier({', '.join(changed)})"
+
+    # -- fitting --------------------------------------------------------------
+    def _validated_params(self):
+        variance = check_positive(self.variance, "variance")
+        lengthscale = check_positive(self.lengthscale, "lengthscale")
+        if not isinstance(self.optimize, bool | np.bool_):
+            raise TypeError(f"optimize must be True or False, got {type(self.optimize).__name__}")
+        n_restarts = check_int(self.n_restarts, "n_restarts", minimum=0)
+        random_state = check_int(self.random_state, "random_state", minimum=0)
+        _check_method(self.predict_method)
+        vb = _check_bounds(self.variance_bounds, "variance_bounds")
+        lb = _check_bounds(self.lengthscale_bounds, "lengthscale_bounds")
+        max_iter = check_int(self.max_iter, "max_iter")
+        tol = check_positive(self.tol, "tol")
+        return variance, lengthscale, n_restarts, random_state, vb, lb, max_iter, tol
+
+    def fit(self, X, y):
+        """Fit the Laplace approximation, learning the hyperparameters if ``optimize``; return ``self``.
+
+        Parameters
+        ----------
+        X : array_like of shape (n, d)
+        y : array_like of shape (n,), values in {0, 1}; both classes must occur.
+        """
+        variance, lengthscale, n_restarts, seed, vb, lb, max_iter, tol = self._validated_params()
+        X = as_matrix(X)
+        y = as_labels(y, n=X.shape[0])
+        if y.min() == y.max():
+            raise ValueError(
+                f"GPClassifier needs both classes in y, got only class {int(y[0])} ({y.shape[0]} labels)"
+            )
+        D = _squared_distances(X)
+        self.optimize_results_ = []
+        f0 = None
+        if self.optimize:
+            variance, lengthscale, f0 = self._optimize(D, y, variance, lengthscale, n_restarts, seed, vb, lb,
+                                                       max_iter, tol)
+        lml, _, m, K = _rbf_lml(D, y, variance, lengthscale, False, max_iter, tol, f0)
+        if not m["converged"]:
+            _warn_mode(max_iter)
+        self.variance_ = float(variance)
+        self.lengthscale_ = float(lengthscale)
+        self.log_marginal_likelihood_ = float(lml)
+        self.laplace_ = _make_fit(K, y, m)
+        self.X_train_ = X
+        self.classes_ = np.array([0, 1])
+        self.n_features_in_ = X.shape[1]
+        return self
+
+    def _optimize(self, D, y, variance, lengthscale, n_restarts, seed, vb, lb, max_iter, tol):
+        log_bounds = [(np.log(vb[0]), np.log(vb[1])), (np.log(lb[0]), np.log(lb[1]))]
+        lo = np.array([b[0] for b in log_bounds])
+        hi = np.array([b[1] for b in log_bounds])
+        state = {"last": None, "best": (-np.inf, None, None)}
+
+        def objective(theta):
+            f0 = None
+            if state["last"] is not None:
+                # warm start: the previous mode, moved along its derivative d f_hat / d theta
+                # (Alg. 5.1, line 14) when the step in theta is small enough for a linear prediction
+                theta_prev, f_prev, df_dtheta = state["last"]
+                step = theta - theta_prev
+                f0 = f_prev + df_dtheta @ step if np.max(np.abs(step)) <= 0.5 else f_prev
+            v, ell = np.exp(theta)
+            lml, grad, m, _ = _rbf_lml(D, y, v, ell, True, max_iter, tol, f0)
+            state["last"] = (theta.copy(), m["f"], m["df_dtheta"])
+            if lml > state["best"][0]:
+                state["best"] = (lml, theta.copy(), m["f"])
+            return -lml, -grad
+
+        starts = [np.clip(np.log([variance, lengthscale]), lo, hi)]
+        if n_restarts:
+            rng = np.random.default_rng(seed)
+            sub = D[: min(D.shape[0], 500), : min(D.shape[0], 500)]
+            dist = np.sqrt(sub[np.triu_indices_from(sub, 1)])
+            scale = float(np.median(dist)) if dist.size and np.median(dist) > 0 else 1.0
+            for _ in range(n_restarts):
+                log_v = rng.uniform(np.log(0.1), np.log(1000.0))
+                log_l = np.log(scale) + rng.uniform(np.log(0.1), np.log(10.0))
+                starts.append(np.clip([log_v, log_l], lo, hi))
+        for theta0 in starts:
+            state["last"] = None  # each run starts its mode search afresh
+            res = minimize(objective, theta0, jac=True, method="L-BFGS-B", bounds=log_bounds)
+            self.optimize_results_.append(res)
+        best_lml, best_theta, best_f = state["best"]
+        best_res = min(self.optimize_results_, key=lambda r: r.fun)
+        if not any(r.success for r in self.optimize_results_):
+            warnings.warn(
+                f"GPClassifier: L-BFGS-B did not converge from any starting point "
+                f"({best_res.message}); the best hyperparameters found are used",
+                ConvergenceWarning,
+                stacklevel=3,
+            )
+        variance, lengthscale = np.exp(best_theta)
+        return float(variance), float(lengthscale), best_f
+
+    # -- prediction -----------------------------------------------------------
+    def _check_fitted(self):
+        if not hasattr(self, "laplace_"):
+            raise AttributeError("this GPClassifier is not fitted yet; call fit(X, y) first")
+
+    def _prediction(self, X):
+        self._check_fitted()
+        X = as_matrix(X)
+        if X.shape[1] != self.n_features_in_:
+            raise ValueError(
+                f"X has {X.shape[1]} features, but GPClassifier was fitted with {self.n_features_in_} features"
+            )
+        _check_method(self.predict_method)
+        K_star = _rbf_from_sqdist(_squared_distances(X, self.X_train_), self.variance_, self.lengthscale_)
+        k_ss = np.full(X.shape[0], self.variance_)
+        return _predict(self.laplace_, K_star, k_ss, self.predict_method)
+
+    def predict_proba(self, X):
+        """Class probabilities, shape (m, 2): columns :math:`p(y=0)` and :math:`p(y=1)`."""
+        p = self._prediction(X).prob
+        return np.column_stack([1.0 - p, p])
+
+    def predict(self, X):
+        """Labels in {0, 1}: 1 where the latent mean is positive (where :math:`p(y = 1) > 1/2`)."""
+        return (self._prediction(X).mean > 0).astype(int)
+
+    def latent_mean_and_variance(self, X):
+        """Mean and variance of the latent function at ``X`` (GPML Alg. 3.2, lines 4 and 6)."""
+        pred = self._prediction(X)
+        return pred.mean, pred.var
+
+
+def _same(a, b):
+    try:
+        return bool(a == b)
+    except (ValueError, TypeError):
+        return a is b

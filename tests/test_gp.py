@@ -1,0 +1,380 @@
+"""Gaussian-process classification with the Laplace approximation (chapter 9; GPML Algs. 3.1, 3.2, 5.1)."""
+
+import warnings
+
+import numpy as np
+import pytest
+from numpy.testing import assert_allclose
+from scipy.special import expit, log_expit
+from sklearn.base import clone
+from sklearn.gaussian_process import GaussianProcessClassifier
+from sklearn.gaussian_process.kernels import RBF, ConstantKernel
+
+from blrlib import (
+    ConvergenceWarning,
+    GPCLaplace,
+    GPClassifier,
+    GPCPrediction,
+    datasets,
+    expected_sigmoid,
+    gpc_laplace,
+    gpc_log_marginal_likelihood,
+    gpc_predict,
+    rbf_kernel,
+)
+
+VARIANCES = [1.0, 10.0, 100.0, 1000.0]
+LENGTHSCALES = [0.3, 1.0, 3.0]
+
+
+@pytest.fixture(scope="module")
+def moons():
+    return datasets.two_moons(80, noise=0.25, seed=4)
+
+
+@pytest.fixture(scope="module")
+def X_test():
+    return np.random.default_rng(7).uniform(-1.5, 2.5, size=(40, 2))
+
+
+def sklearn_fixed(X, y, variance, lengthscale):
+    kernel = ConstantKernel(variance, "fixed") * RBF(lengthscale, "fixed")
+    return GaussianProcessClassifier(kernel=kernel, optimizer=None).fit(X, y)
+
+
+def reference_lml(K, y, f):
+    """Laplace log marginal likelihood at f from dense linear algebra (independent of Alg. 3.1)."""
+    p = expit(f)
+    W = p * (1 - p)
+    a = np.linalg.solve(K, f)
+    _, logdet = np.linalg.slogdet(np.eye(len(y)) + K * W[None, :])  # |I + K W| = |B|
+    return np.sum(log_expit((2 * y - 1) * f)) - 0.5 * a @ f - 0.5 * logdet
+
+
+# --- the mode and the marginal likelihood (Algorithm 3.1) ---------------------------------
+
+@pytest.mark.parametrize("variance", VARIANCES)
+@pytest.mark.parametrize("lengthscale", LENGTHSCALES)
+def test_mode_and_lml_match_sklearn(moons, variance, lengthscale):
+    X, y = moons
+    fit = gpc_laplace(rbf_kernel(X, variance=variance, lengthscale=lengthscale), y)
+    sk = sklearn_fixed(X, y, variance, lengthscale).base_estimator_
+    assert fit.converged
+    assert_allclose(fit.f_hat, sk.f_cached, rtol=0, atol=1e-8)
+    assert_allclose(fit.log_marginal_likelihood, sk.log_marginal_likelihood_value_, rtol=0, atol=1e-8)
+
+
+@pytest.mark.parametrize("variance", [0.1, 1.0, 100.0, 1e4, 1e5])
+@pytest.mark.parametrize("lengthscale", [0.1, 1.0, 10.0])
+def test_mode_is_stationary_and_lml_matches_dense_formula(moons, variance, lengthscale):
+    """f_hat = K (y - p) at the mode (chapter 9, eq-gpc-mode), and the lml equals its dense definition."""
+    X, y = moons
+    K = rbf_kernel(X, variance=variance, lengthscale=lengthscale)
+    fit = gpc_laplace(K, y)
+    assert fit.converged
+    # f_hat = K (y - p): exact up to the round-off of a product with K, relative to ||K||_inf
+    residual = K @ (y - expit(fit.f_hat)) - fit.f_hat
+    assert np.max(np.abs(residual)) <= 1e-10 * np.abs(K).sum(axis=1).max()
+    assert_allclose(fit.a, fit.grad_log_lik, rtol=0, atol=1e-9)  # a = K^-1 f_hat = y - p
+    assert_allclose(fit.grad_log_lik, y - expit(fit.f_hat), rtol=0, atol=0)
+    assert_allclose(np.diag(fit.L @ fit.L.T), 1.0 + fit.W_sqrt**2 * np.diag(K), rtol=1e-12)
+    if np.linalg.cond(K) < 1e10:  # K well enough conditioned for the dense formula's solve
+        assert_allclose(fit.log_marginal_likelihood, reference_lml(K, y, fit.f_hat), rtol=1e-9, atol=1e-8)
+
+
+def test_large_variance_needs_the_line_search(moons):
+    """Plain Newton (GPML Alg. 3.1 without a safeguard) overshoots at huge signal variance; ours converges."""
+    X, y = moons
+    K = rbf_kernel(X, variance=1e5, lengthscale=0.5)
+    fit = gpc_laplace(K, y)
+    assert fit.converged and np.all(np.isfinite(fit.f_hat))
+    # the Laplace objective at f_hat beats that at a perturbed point
+    def psi(f):
+        return np.sum(log_expit((2 * y - 1) * f)) - 0.5 * f @ np.linalg.lstsq(K, f, rcond=None)[0]
+    assert psi(fit.f_hat) >= psi(fit.f_hat * 1.001) - 1e-8
+
+
+def test_warm_start_gives_the_same_mode_in_fewer_iterations(moons):
+    X, y = moons
+    prev = gpc_laplace(rbf_kernel(X, variance=10.0, lengthscale=0.9), y)
+    K = rbf_kernel(X, variance=10.5, lengthscale=0.95)
+    cold = gpc_laplace(K, y)
+    warm = gpc_laplace(K, y, f0=prev.f_hat)
+    assert warm.n_iter < cold.n_iter
+    assert_allclose(warm.f_hat, cold.f_hat, rtol=0, atol=1e-9)
+    assert_allclose(warm.log_marginal_likelihood, cold.log_marginal_likelihood, rtol=0, atol=1e-10)
+    # a useless warm start (worse than f = 0) is discarded
+    bad = gpc_laplace(K, y, f0=np.where(y == 1, -50.0, 50.0))
+    assert_allclose(bad.f_hat, cold.f_hat, rtol=0, atol=1e-9)
+
+
+def test_singular_kernel_matrix_is_fine():
+    """K need not be invertible: duplicated inputs give a singular K."""
+    X = np.array([[0.0], [0.0], [1.0], [2.0], [2.0]])
+    y = np.array([0, 0, 1, 1, 1])
+    fit = gpc_laplace(rbf_kernel(X, variance=5.0), y)
+    assert fit.converged and fit.f_hat[0] == pytest.approx(fit.f_hat[1], abs=1e-12)
+
+
+def test_max_iter_warns():
+    X, y = datasets.two_moons(30, noise=0.2, seed=0)
+    with pytest.warns(ConvergenceWarning, match=r"did not converge in max_iter=1 iterations"):
+        fit = gpc_laplace(rbf_kernel(X, variance=10.0), y, max_iter=1)
+    assert not fit.converged
+
+
+def test_repr_is_readable(moons):
+    X, y = moons
+    fit = gpc_laplace(rbf_kernel(X), y)
+    text = repr(fit)
+    assert text.startswith("GPCLaplace(n=80, f_hat=[") and "log_marginal_likelihood=" in text
+    assert "converged=True" in text and len(text) < 300
+    pred = gpc_predict(fit, rbf_kernel(X[:3], X), np.ones(3))
+    assert repr(pred).startswith("GPCPrediction(prob=[") and "method='probit'" in repr(pred)
+
+
+# --- prediction (Algorithm 3.2) --------------------------------------------------------------
+
+@pytest.mark.parametrize("variance", VARIANCES)
+@pytest.mark.parametrize("lengthscale", LENGTHSCALES)
+def test_latent_moments_match_sklearn(moons, X_test, variance, lengthscale):
+    X, y = moons
+    fit = gpc_laplace(rbf_kernel(X, variance=variance, lengthscale=lengthscale), y)
+    pred = gpc_predict(fit, rbf_kernel(X_test, X, variance=variance, lengthscale=lengthscale),
+                       np.full(len(X_test), variance))
+    mean, var = sklearn_fixed(X, y, variance, lengthscale).latent_mean_and_variance(X_test)
+    assert_allclose(pred.mean, mean, rtol=1e-8, atol=1e-8)
+    assert_allclose(pred.var, np.maximum(var, 0), rtol=1e-8, atol=1e-8)
+
+
+def test_latent_variance_equals_dense_formula(moons, X_test):
+    """var = k** - k*^T (K + W^-1)^-1 k* (chapter 9, eq-gpc-latent-moments), from a dense solve."""
+    X, y = moons
+    K = rbf_kernel(X, variance=2.0, lengthscale=0.7)
+    Ks = rbf_kernel(X_test, X, variance=2.0, lengthscale=0.7)
+    fit = gpc_laplace(K, y)
+    pred = gpc_predict(fit, Ks, np.full(len(X_test), 2.0))
+    W = fit.W_sqrt**2
+    dense = 2.0 - np.einsum("ij,ji->i", Ks, np.linalg.solve(K + np.diag(1 / W), Ks.T))
+    assert_allclose(pred.var, dense, rtol=1e-9, atol=1e-10)
+    assert_allclose(pred.mean, Ks @ (y - expit(fit.f_hat)), rtol=1e-12, atol=1e-12)
+
+
+@pytest.mark.parametrize("method", ["probit", "quadrature", "mc"])
+def test_probabilities_use_expected_sigmoid(moons, X_test, method):
+    X, y = moons
+    fit = gpc_laplace(rbf_kernel(X, variance=50.0), y)
+    pred = gpc_predict(fit, rbf_kernel(X_test, X, variance=50.0), np.full(len(X_test), 50.0), method=method)
+    assert_allclose(pred.prob, expected_sigmoid(pred.mean, pred.var, method=method), rtol=0, atol=1e-15)
+    assert np.all((pred.prob >= 0) & (pred.prob <= 1)) and pred.method == method
+
+
+def test_plugin_ignores_the_variance(moons, X_test):
+    X, y = moons
+    fit = gpc_laplace(rbf_kernel(X, variance=50.0), y)
+    Ks = rbf_kernel(X_test, X, variance=50.0)
+    plug = gpc_predict(fit, Ks, np.full(len(X_test), 50.0), method="plugin")
+    probit = gpc_predict(fit, Ks, np.full(len(X_test), 50.0))
+    assert_allclose(plug.prob, expit(plug.mean), rtol=0, atol=0)
+    # averaging over the latent uncertainty pulls probabilities towards 1/2
+    assert np.all(np.abs(probit.prob - 0.5) <= np.abs(plug.prob - 0.5) + 1e-15)
+
+
+def test_quadrature_and_probit_are_close(moons, X_test):
+    X, y = moons
+    fit = gpc_laplace(rbf_kernel(X, variance=5.0), y)
+    Ks, kss = rbf_kernel(X_test, X, variance=5.0), np.full(len(X_test), 5.0)
+    quad = gpc_predict(fit, Ks, kss, method="quadrature").prob
+    assert_allclose(gpc_predict(fit, Ks, kss, method="probit").prob, quad, rtol=0, atol=0.02)
+
+
+# --- the gradient of the marginal likelihood (Algorithm 5.1) ---------------------------------
+
+@pytest.fixture(scope="module")
+def small_moons():
+    return datasets.two_moons(50, noise=0.3, seed=2)
+
+
+@pytest.mark.parametrize("variance", [0.1, 1.0, 10.0, 100.0])
+@pytest.mark.parametrize("lengthscale", [0.05, 0.2, 1.0, 5.0, 20.0])
+def test_lml_gradient_matches_central_differences(small_moons, variance, lengthscale):
+    """A sweep over scales: the implicit term through f_hat matters (scikit-learn issue 31366)."""
+    X, y = small_moons
+    lml, grad = gpc_log_marginal_likelihood(X, y, variance, lengthscale)
+    theta, h = np.log([variance, lengthscale]), 1e-4
+
+    def f(t):
+        return gpc_log_marginal_likelihood(X, y, np.exp(t[0]), np.exp(t[1]), eval_gradient=False, tol=1e-14)
+
+    fd = np.array([(f(theta + h * e) - f(theta - h * e)) / (2 * h) for e in np.eye(2)])
+    assert_allclose(grad, fd, rtol=1e-6, atol=1e-6)
+    assert lml == pytest.approx(gpc_laplace(rbf_kernel(X, variance=variance, lengthscale=lengthscale), y)
+                                .log_marginal_likelihood, abs=1e-9)
+
+
+def test_lml_gradient_without_implicit_term_would_be_wrong(small_moons):
+    """The explicit part alone (Alg. 5.1 line 12) differs from the finite differences."""
+    X, y = small_moons
+    _, grad = gpc_log_marginal_likelihood(X, y, 10.0, 0.5)
+    K = rbf_kernel(X, variance=10.0, lengthscale=0.5)
+    fit = gpc_laplace(K, y)
+    W_sqrt = fit.W_sqrt
+    B = np.eye(len(y)) + W_sqrt[:, None] * K * W_sqrt[None, :]
+    R = W_sqrt[:, None] * np.linalg.solve(B, np.diag(W_sqrt))
+    explicit = 0.5 * fit.a @ K @ fit.a - 0.5 * np.sum(R * K)
+    assert abs(explicit - grad[0]) > 1e-3
+
+
+@pytest.mark.parametrize("variance, lengthscale", [(1.0, 1.0), (10.0, 0.2), (100.0, 5.0), (0.1, 0.05)])
+def test_lml_gradient_matches_sklearn(small_moons, variance, lengthscale):
+    X, y = small_moons
+    lml, grad = gpc_log_marginal_likelihood(X, y, variance, lengthscale)
+    kernel = ConstantKernel(variance) * RBF(lengthscale)  # free hyperparameters, but no optimisation
+    sk = GaussianProcessClassifier(kernel=kernel, optimizer=None).fit(X, y).base_estimator_
+    sk_lml, sk_grad = sk.log_marginal_likelihood(np.log([variance, lengthscale]), eval_gradient=True)
+    assert_allclose(lml, sk_lml, rtol=0, atol=1e-8)
+    assert_allclose(grad, sk_grad, rtol=1e-7, atol=1e-8)
+
+
+def test_warm_started_lml_matches_cold(small_moons):
+    X, y = small_moons
+    prev = gpc_laplace(rbf_kernel(X, variance=3.0, lengthscale=0.6), y)
+    cold = gpc_log_marginal_likelihood(X, y, 3.3, 0.62)
+    warm = gpc_log_marginal_likelihood(X, y, 3.3, 0.62, init=prev)
+    assert_allclose(warm[0], cold[0], rtol=0, atol=1e-10)
+    assert_allclose(warm[1], cold[1], rtol=1e-8, atol=1e-10)
+
+
+# --- the estimator ---------------------------------------------------------------------------
+
+@pytest.mark.parametrize(
+    "data",
+    [
+        lambda: datasets.two_moons(100, noise=0.25, seed=1),
+        lambda: datasets.two_gaussians(100, seed=3),
+    ],
+    ids=["two_moons", "two_gaussians"],
+)
+def test_classifier_reaches_sklearn_marginal_likelihood(data):
+    X, y = data()
+    clf = GPClassifier(n_restarts=2, random_state=0).fit(X, y)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # sklearn's own ConvergenceWarnings at bounds
+        sk = GaussianProcessClassifier(kernel=ConstantKernel(1.0) * RBF(1.0), n_restarts_optimizer=2,
+                                       random_state=0).fit(X, y)
+    assert clf.log_marginal_likelihood_ >= sk.log_marginal_likelihood_value_ - 1e-6
+    # the stored lml is that of the stored hyperparameters
+    fit = gpc_laplace(rbf_kernel(X, variance=clf.variance_, lengthscale=clf.lengthscale_), y)
+    assert_allclose(clf.log_marginal_likelihood_, fit.log_marginal_likelihood, rtol=0, atol=1e-8)
+    assert_allclose(clf.laplace_.f_hat, fit.f_hat, rtol=0, atol=1e-8)
+    # at an interior optimum the gradient vanishes
+    _, grad = gpc_log_marginal_likelihood(X, y, clf.variance_, clf.lengthscale_)
+    assert np.max(np.abs(grad)) < 1e-3
+
+
+def test_predict_proba_and_predict(moons, X_test):
+    X, y = moons
+    clf = GPClassifier(n_restarts=0).fit(X, y)
+    proba = clf.predict_proba(X_test)
+    assert proba.shape == (len(X_test), 2)
+    assert_allclose(proba.sum(axis=1), 1.0, rtol=0, atol=1e-15)
+    labels = clf.predict(X_test)
+    assert set(np.unique(labels)) <= {0, 1}
+    assert np.array_equal(labels, (proba[:, 1] > 0.5).astype(int))
+    assert np.mean(clf.predict(X) == y) > 0.9
+    mean, var = clf.latent_mean_and_variance(X_test)
+    pred = gpc_predict(clf.laplace_, rbf_kernel(X_test, X, variance=clf.variance_, lengthscale=clf.lengthscale_),
+                       np.full(len(X_test), clf.variance_))
+    assert_allclose(mean, pred.mean, rtol=1e-13, atol=1e-13)
+    assert_allclose(var, pred.var, rtol=1e-13, atol=1e-13)
+    assert_allclose(proba[:, 1], pred.prob, rtol=1e-13, atol=1e-13)
+
+
+def test_predict_method_parameter(moons, X_test):
+    X, y = moons
+    quad = GPClassifier(3.0, 0.5, optimize=False, predict_method="quadrature").fit(X, y)
+    mean, var = quad.latent_mean_and_variance(X_test)
+    assert_allclose(quad.predict_proba(X_test)[:, 1], expected_sigmoid(mean, var), rtol=0, atol=1e-15)
+
+
+def test_fixed_hyperparameters_match_gpc_laplace(moons):
+    X, y = moons
+    clf = GPClassifier(variance=4.0, lengthscale=0.5, optimize=False).fit(X, y)
+    fit = gpc_laplace(rbf_kernel(X, variance=4.0, lengthscale=0.5), y)
+    assert (clf.variance_, clf.lengthscale_) == (4.0, 0.5)
+    assert clf.optimize_results_ == []
+    assert_allclose(clf.log_marginal_likelihood_, fit.log_marginal_likelihood, rtol=0, atol=1e-12)
+    assert isinstance(clf.laplace_, GPCLaplace)
+
+
+def test_get_params_round_trip():
+    clf = GPClassifier(variance=2.0, lengthscale=0.3, n_restarts=1, predict_method="quadrature")
+    params = clf.get_params()
+    assert params["variance"] == 2.0 and params["predict_method"] == "quadrature"
+    assert GPClassifier(**params).get_params() == params
+    assert clf.set_params(lengthscale=0.7) is clf and clf.lengthscale == 0.7
+    twin = clone(clf)  # scikit-learn's clone relies on the same protocol
+    assert twin.get_params() == clf.get_params() and twin is not clf
+    assert repr(clf) == "GPClassifier(variance=2.0, lengthscale=0.7, n_restarts=1, predict_method='quadrature')"
+
+
+def test_results_are_frozen(moons):
+    X, y = moons
+    fit = gpc_laplace(rbf_kernel(X), y)
+    with pytest.raises(AttributeError):
+        fit.f_hat = None
+    assert isinstance(gpc_predict(fit, rbf_kernel(X[:2], X), np.ones(2)), GPCPrediction)
+
+
+# --- bad input -------------------------------------------------------------------------------
+
+K3 = rbf_kernel(np.array([[0.0], [1.0], [2.0]]))
+Y3 = np.array([0, 1, 1])
+FIT3 = gpc_laplace(K3, Y3)
+
+
+@pytest.mark.parametrize(
+    "call, exc, match",
+    [
+        (lambda: gpc_laplace(np.ones((3, 2)), Y3), ValueError, r"K must be square with shape \(n, n\), got shape \(3, 2\)"),
+        (lambda: gpc_laplace(np.ones(3), Y3), ValueError, r"K must be a 2-D square matrix .* got ndim=1"),
+        (lambda: gpc_laplace(np.where(np.eye(3) > 0, np.nan, 0.1), Y3), ValueError, r"K must contain only finite"),
+        (lambda: gpc_laplace(np.array([[1.0, 0.5, 0], [0, 1, 0], [0, 0, 1]]), Y3), ValueError, r"K must be symmetric"),
+        (lambda: gpc_laplace(np.array([[1.0, 10.0], [10.0, 1.0]]), [0, 1]), ValueError,
+         r"K must be positive semi-definite"),
+        (lambda: gpc_laplace(K3, [0, 1]), ValueError, r"X and y have different lengths: X has 3 rows, y has 2"),
+        (lambda: gpc_laplace(K3, [-1, 1, 1]), ValueError, r"labels in \{-1, \+1\}; convert them"),
+        (lambda: gpc_laplace(K3, [0, 2, 1]), ValueError, r"y must contain labels in \{0, 1\}, got values \{0, 1, 2\}"),
+        (lambda: gpc_laplace(K3, Y3, max_iter=0), ValueError, r"max_iter must be >= 1, got 0"),
+        (lambda: gpc_laplace(K3, Y3, tol=-1.0), ValueError, r"tol must be > 0, got -1"),
+        (lambda: gpc_laplace(K3, Y3, f0=np.zeros(2)), ValueError, r"f0 must have length 3, got length 2"),
+        (lambda: gpc_predict("fit", K3, np.ones(3)), TypeError, r"fit must be a GPCLaplace .* got str"),
+        (lambda: gpc_predict(FIT3, np.ones((2, 4)), np.ones(2)), ValueError,
+         r"K_star must have shape \(m, 3\) .* got shape \(2, 4\)"),
+        (lambda: gpc_predict(FIT3, np.ones((2, 3)), np.ones(3)), ValueError, r"k_star_star must have length 2, got length 3"),
+        (lambda: gpc_predict(FIT3, np.ones((2, 3)), -np.ones(2)), ValueError, r"k_star_star must be >= 0"),
+        (lambda: gpc_predict(FIT3, np.ones((2, 3)), np.ones(2), method="laplace"), ValueError,
+         r"method must be one of \('probit', 'quadrature', 'mc', 'plugin'\), got 'laplace'"),
+        (lambda: gpc_log_marginal_likelihood(np.ones((3, 1)), Y3, 1.0, 0.0), ValueError, r"lengthscale must be > 0, got 0"),
+        (lambda: gpc_log_marginal_likelihood(np.ones((3, 1)), Y3, -1.0, 1.0), ValueError, r"variance must be > 0, got -1"),
+        (lambda: gpc_log_marginal_likelihood(np.ones((3, 1)), Y3[:2], 1.0, 1.0), ValueError, r"X and y have different"),
+        (lambda: gpc_log_marginal_likelihood(np.ones((3, 1)), Y3, 1.0, 1.0, init=FIT3.f_hat), TypeError,
+         r"init must be a GPCLaplace or None, got ndarray"),
+        (lambda: GPClassifier(lengthscale=-1.0).fit(np.ones((3, 1)), Y3), ValueError, r"lengthscale must be > 0, got -1"),
+        (lambda: GPClassifier(variance=0.0).fit(np.ones((3, 1)), Y3), ValueError, r"variance must be > 0, got 0"),
+        (lambda: GPClassifier(n_restarts=-1).fit(np.ones((3, 1)), Y3), ValueError, r"n_restarts must be >= 0, got -1"),
+        (lambda: GPClassifier(predict_method="exact").fit(np.ones((3, 1)), Y3), ValueError, r"method must be one of"),
+        (lambda: GPClassifier(lengthscale_bounds=(2.0, 1.0)).fit(np.ones((3, 1)), Y3), ValueError,
+         r"lengthscale_bounds must satisfy low <= high, got \(2, 1\)"),
+        (lambda: GPClassifier().fit(np.ones((3, 1)), [1, 1, 1]), ValueError, r"needs both classes in y, got only class 1"),
+        (lambda: GPClassifier().fit(np.ones((3, 1)), ["a", "b", "a"]), TypeError, r"y must be an array of 0/1 labels"),
+        (lambda: GPClassifier().fit(np.ones(3), Y3), ValueError, r"X must be 2-D"),
+        (lambda: GPClassifier().predict(np.ones((3, 1))), AttributeError, r"not fitted yet; call fit\(X, y\) first"),
+        (lambda: GPClassifier(optimize=False).fit(np.eye(3), Y3).predict_proba(np.ones((2, 2))), ValueError,
+         r"X has 2 features, but GPClassifier was fitted with 3 features"),
+        (lambda: GPClassifier().set_params(length_scale=1.0), ValueError, r"invalid parameter 'length_scale'"),
+    ],
+)
+def test_bad_input(call, exc, match):
+    with pytest.raises(exc, match=match):
+        call()
