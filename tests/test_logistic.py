@@ -7,7 +7,7 @@ import pytest
 from numpy.testing import assert_allclose
 
 from blrlib import add_intercept, gradient, hessian, log_likelihood, log_posterior, log_sigmoid, logit, sigmoid
-from conftest import central_difference, make_logistic_data
+from _helpers import central_difference, make_logistic_data
 
 
 def test_sigmoid_symmetry_and_derivative(rng):

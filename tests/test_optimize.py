@@ -9,7 +9,7 @@ from numpy.testing import assert_allclose
 from sklearn.linear_model import LogisticRegression
 
 from blrlib import ConvergenceWarning, add_intercept, datasets, gradient, gradient_ascent, hessian, irls
-from conftest import make_logistic_data
+from _helpers import make_logistic_data
 
 # Greene, Econometric Analysis (7th ed.), logit model for the Spector & Mazzeo data,
 # as printed (coefficient, standard error).  Order: constant, GPA, TUCE, PSI.
