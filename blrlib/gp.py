@@ -28,6 +28,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 from scipy.linalg import cho_solve, solve_triangular
+from scipy.linalg.blas import ddot, dgemv, dsymv
 from scipy.linalg.lapack import dpotrf, dpotri
 from scipy.optimize import minimize
 from scipy.special import expit, log_expit
@@ -141,15 +142,34 @@ def _psi(a, f, y):
     return float(np.sum(log_expit(_signs(y) * f)) - 0.5 * (a @ f))
 
 
-def _factor(K, f):
-    """W^1/2 and the lower Cholesky factor of B = I + W^1/2 K W^1/2 at f (Alg. 3.1, lines 4-5)."""
+def _factor(K, f, work=None, diagonal=False):
+    """W^1/2 and the lower Cholesky factor of B = I + W^1/2 K W^1/2 at f (Alg. 3.1, lines 4-5).
+
+    ``work``, an n x n Fortran-ordered array, receives B and then L (LAPACK potrf in
+    place), so a caller that factorises repeatedly can reuse one buffer; the L returned
+    is then that buffer, valid until the next call with it.  ``diagonal`` says that K
+    is diagonal (as the RBF kernel is, to the last bit, for a length scale far below
+    the distances between inputs): then so are B and L, and L_nn = sqrt(B_nn), which is
+    what potrf computes, is formed directly.
+    """
     W = _curvature(f)  # p (1 - p), without cancellation for large |f|
     sW = np.sqrt(W)
-    B = K * sW[:, None]
+    n = K.shape[0]
+    if work is None:
+        work = np.empty((n, n), order="F")
+    if diagonal:
+        work.fill(0.0)
+        d = np.diag(K) * sW
+        d *= sW
+        d += 1.0
+        work.reshape(-1, order="F")[:: n + 1] = np.sqrt(d)
+        return W, sW, work
+    # B is symmetric, so writing it row-wise into the C-ordered view work.T fills work with B
+    B = work.T
+    np.multiply(K, sW[:, None], out=B)
     B *= sW[None, :]
-    B[np.diag_indices_from(B)] += 1.0
-    # LAPACK potrf in place; B is symmetric, so its C-ordered buffer is B.T in Fortran order
-    L, info = dpotrf(B.T, lower=1, clean=1, overwrite_a=1)
+    B.reshape(-1)[:: n + 1] += 1.0
+    L, info = dpotrf(work, lower=1, clean=1, overwrite_a=1)
     if info != 0:
         raise ValueError(
             "K must be positive semi-definite: B = I + W^1/2 K W^1/2 is not positive definite "
@@ -158,14 +178,30 @@ def _factor(K, f):
     return W, sW, L
 
 
+def _mv(K, v):
+    """K @ v through scipy's BLAS.
+
+    NumPy and SciPy may each bundle their own OpenBLAS with its own thread pool; the
+    Cholesky factorisations run in SciPy's, and a NumPy matrix product in between
+    leaves NumPy's threads spinning on the cores the next factorisation needs (about
+    doubling its time on a 2-core machine), so the dense products here use SciPy's BLAS
+    as well.  The result equals ``K @ v``.
+    """
+    if K.flags.c_contiguous:
+        return dgemv(1.0, K.T, v, trans=1)
+    if K.flags.f_contiguous:
+        return dgemv(1.0, K, v)
+    return K @ v
+
+
 def _newton_target(K, y, f, W, sW, L):
     """The full Newton step of Alg. 3.1, lines 6-8: the new a (and f = K a)."""
     b = W * f + (y - expit(f))  # line 6
-    a = b - sW * cho_solve((L, True), sW * (K @ b), check_finite=False)  # line 7
-    return a, K @ a  # line 8
+    a = b - sW * cho_solve((L, True), sW * _mv(K, b), check_finite=False)  # line 7
+    return a, _mv(K, a)  # line 8
 
 
-def _mode(K, y, max_iter=100, tol=1e-10, f0=None):
+def _mode(K, y, max_iter=100, tol=1e-10, f0=None, work=None):
     """Newton's method for the mode of the latent posterior (GPML Alg. 3.1), safeguarded.
 
     Works with a = K^-1 f alongside f = K a, so Psi never needs K^-1.  Each full
@@ -179,6 +215,9 @@ def _mode(K, y, max_iter=100, tol=1e-10, f0=None):
     A warm start f0 need not be consistent with K (it is typically the mode for a
     nearby kernel): one full Newton step from it gives a consistent pair (a, f),
     kept only if its Psi beats that of f = 0.
+
+    ``work`` (optional, n x n, Fortran-ordered) is the buffer for B and L; the L
+    returned lives in it.
     """
     n = K.shape[0]
     a = np.zeros(n)
@@ -187,20 +226,23 @@ def _mode(K, y, max_iter=100, tol=1e-10, f0=None):
     n_iter = 0
     f_tol = tol
     k_max = float(np.max(np.diag(K)))
+    if work is None:
+        work = np.empty((n, n), order="F")  # B and its factor L, overwritten by each factorisation
+    diagonal = np.count_nonzero(K) == np.count_nonzero(np.diag(K))
 
     def small(step, f):
         return step <= f_tol * (1.0 + float(np.max(np.abs(f))))
 
     if f0 is not None:
-        W, sW, L = _factor(K, f0)  # lines 4-5 at the warm start
+        W, sW, L = _factor(K, f0, work, diagonal)  # lines 4-5 at the warm start
         a1, f1 = _newton_target(K, y, f0, W, sW, L)  # lines 6-8
         psi1 = _psi(a1, f1, y)
         if psi1 > psi:
             n_iter = 1
             if small(float(np.max(np.abs(f1 - f0))), f1):  # f0 was the mode already: its L serves
-                return _mode_result(a1, f1, W, sW, L, psi1, n_iter, True)
+                return _mode_result(a1, f1, W, sW, L, psi1, n_iter, True, diagonal)
             a, f, psi = a1, f1, psi1
-    W, sW, L = _factor(K, f)  # lines 4-5
+    W, sW, L = _factor(K, f, work, diagonal)  # lines 4-5
     converged = False
     while True:
         a_new, f_new = _newton_target(K, y, f, W, sW, L)  # lines 6-8
@@ -229,13 +271,14 @@ def _mode(K, y, max_iter=100, tol=1e-10, f0=None):
             break
         a, f, psi = a_t, f_t, psi_t
         n_iter += 1
-        W, sW, L = _factor(K, f)  # lines 4-5 of the next iteration
-    return _mode_result(a, f, W, sW, L, psi, n_iter, converged)
+        W, sW, L = _factor(K, f, work, diagonal)  # lines 4-5 of the next iteration
+    return _mode_result(a, f, W, sW, L, psi, n_iter, converged, diagonal)
 
 
-def _mode_result(a, f, W, sW, L, psi, n_iter, converged):
+def _mode_result(a, f, W, sW, L, psi, n_iter, converged, diagonal=False):
     lml = psi - float(np.sum(np.log(np.diag(L))))  # line 10
-    return {"a": a, "f": f, "W": W, "sW": sW, "L": L, "lml": lml, "n_iter": n_iter, "converged": converged}
+    return {"a": a, "f": f, "W": W, "sW": sW, "L": L, "lml": lml, "n_iter": n_iter, "converged": converged,
+            "diagonal": bool(diagonal)}
 
 
 def _make_fit(K, y, m):
@@ -416,50 +459,89 @@ def gpc_predict(fit, K_star, k_star_star, method="probit", *, n_samples=10_000, 
 # --------------------------------------------------------------------------
 # The gradient of the log marginal likelihood: GPML Algorithm 5.1
 # --------------------------------------------------------------------------
-def _lml_gradient(K, y, m, dKs):
+def _lml_gradient(K, y, m, dKs, scales=None, overwrite_L=False):
     r"""Gradient of the Laplace log marginal likelihood for kernel derivatives ``dKs`` (Alg. 5.1).
 
     B^-1 comes from the Cholesky factor (LAPACK potri); from it
     R = W^1/2 B^-1 W^1/2 (line 7) and the diagonal of the posterior covariance,
     diag((K^-1 + W)^-1) = (1 - diag(B^-1)) / W, which enters line 9 multiplied by
-    W, so no division is needed.
+    W, so no division is needed.  ``dKs`` are symmetric C-ordered matrices; the
+    derivative C_j is ``scales[j] * dKs[j]`` (all ones when ``scales`` is None).
+    With ``overwrite_L`` (a Fortran-ordered L) B^-1 is formed in L's own memory, and
+    ``m["L"]`` is set to None.
+
+    Only the lower triangle of R is formed (potri fills the lower triangle of B^-1,
+    and the strict upper one keeps the zeros of L): for symmetric C,
+    tr(R C) = 2 sum(tril(R) * C) - diag(R) . diag(C), and R b is a symmetric
+    matrix-vector product that reads the lower triangle.
     """
     sW, L, a = m["sW"], m["L"], m["a"]
+    n = K.shape[0]
+    if scales is None:
+        scales = [1.0] * len(dKs)
     p = expit(m["f"])
-    Binv, info = dpotri(L, lower=1)
-    if info != 0:  # pragma: no cover - L comes from a successful Cholesky
-        raise np.linalg.LinAlgError(f"potri failed with info={info}")
-    # potri fills the lower triangle; the strict upper one still holds the zeros of L
-    diag_Binv = np.diag(Binv).copy()
-    Binv += Binv.T
-    Binv[np.diag_indices_from(Binv)] = diag_Binv
-    R = Binv  # line 7, in place: R = W^1/2 B^-1 W^1/2
-    R *= sW[:, None]
+    if m.get("diagonal"):  # L, B and B^-1 are diagonal
+        R = np.zeros((n, n), order="F")
+        inv_diag_L = 1.0 / np.diag(L)
+        R.reshape(-1, order="F")[:: n + 1] = inv_diag_L * inv_diag_L
+    else:
+        overwrite_L = overwrite_L and L.flags.f_contiguous
+        R, info = dpotri(L, lower=1, overwrite_c=int(overwrite_L))  # B^-1 in (a copy of) L, Fortran-ordered
+        if overwrite_L:
+            m["L"] = None  # its memory now holds B^-1
+        if info != 0:  # pragma: no cover - L comes from a successful Cholesky
+            raise np.linalg.LinAlgError(f"potri failed with info={info}")
+    diag_Binv = np.diag(R).copy()
+    R *= sW[:, None]  # line 7, in place: R = W^1/2 B^-1 W^1/2 (lower triangle)
     R *= sW[None, :]
+    diag_R = np.diag(R).copy()
     # line 9: s2 = d log q / d f_hat = -1/2 diag((K^-1 + W)^-1) * dW/df, with dW/df = W (1 - 2p);
     # in terms of the third derivative, d^3 log p / df^3 = -W (1 - 2p), this is +1/2 diag(...) * d^3 log p
     s2 = -0.5 * (1.0 - diag_Binv) * (1.0 - 2.0 * p)
+    y_p = y - p
     grad = np.empty(len(dKs))
-    df_dtheta = np.empty((K.shape[0], len(dKs)))
-    for j, C in enumerate(dKs):  # line 11: C = dK / dtheta_j
-        s1 = 0.5 * (a @ (C @ a)) - 0.5 * float(np.sum(R * C))  # line 12 (tr(R C) = sum R * C, both symmetric)
-        b = C @ (y - p)  # line 13
-        s3 = b - K @ (R @ b)  # line 14: (I + K W)^-1 b, the derivative of f_hat
+    df_dtheta = np.empty((n, len(dKs)))
+    for j, (C, c) in enumerate(zip(dKs, scales)):  # line 11: C_j = c * C
+        # tr(R C_j): R.T is C-ordered, and sum(R.T * C) = sum(R * C) as C is symmetric
+        tr_RC = c * (2.0 * float(ddot(R.T.reshape(-1), C.reshape(-1))) - float(diag_R @ np.diag(C)))
+        s1 = 0.5 * (a @ (c * _mv(C, a))) - 0.5 * tr_RC  # line 12
+        b = c * _mv(C, y_p)  # line 13
+        s3 = b - _mv(K, dsymv(1.0, R, b, lower=1))  # line 14: (I + K W)^-1 b, the derivative of f_hat
         grad[j] = s1 + s2 @ s3  # line 15
         df_dtheta[:, j] = s3
     return grad, df_dtheta
 
 
-def _rbf_lml(D, y, variance, lengthscale, eval_gradient=True, max_iter=100, tol=1e-10, f0=None):
-    """Log marginal likelihood (and gradient in log hyperparameters) of the RBF kernel from squared distances."""
-    K = _rbf_from_sqdist(D, variance, lengthscale)
-    m = _mode(K, y, max_iter, tol, f0)
+def _rbf_lml(D, y, variance, lengthscale, eval_gradient=True, max_iter=100, tol=1e-10, f0=None, ws=None):
+    """Log marginal likelihood (and gradient in log hyperparameters) of the RBF kernel from squared distances.
+
+    ``ws``, optional, is a dict of n x n buffers reused from call to call (by the
+    hyperparameter search, which keeps neither K nor L): with it, K, L and K * D are
+    computed in those buffers, and with ``eval_gradient`` the L in the result is
+    consumed by the gradient (``m["L"]`` is None).
+    """
+    if ws is None:
+        K = _rbf_from_sqdist(D, variance, lengthscale)
+        work = K_D = None
+    else:
+        n = D.shape[0]
+        K = ws.get("K")
+        if K is None:
+            K = ws["K"] = np.empty((n, n))
+            ws["L"] = np.empty((n, n), order="F")
+            ws["K_D"] = np.empty((n, n))
+        # the same operations as _rbf_from_sqdist, in place
+        np.multiply(-0.5 / lengthscale**2, D, out=K)
+        np.exp(K, out=K)
+        np.multiply(variance, K, out=K)
+        work, K_D = ws["L"], ws["K_D"]
+    m = _mode(K, y, max_iter, tol, f0, work)
     if not eval_gradient:
         return m["lml"], None, m, K
     dK_dlog_variance = K  # d K / d log sigma^2 = K
-    dK_dlog_lengthscale = K * D
-    dK_dlog_lengthscale *= 1.0 / lengthscale**2  # d K / d log l = K * D / l^2
-    grad, m["df_dtheta"] = _lml_gradient(K, y, m, [dK_dlog_variance, dK_dlog_lengthscale])
+    K_D = np.multiply(K, D, out=K_D)  # d K / d log l = K * D / l^2, the scale applied inside _lml_gradient
+    grad, m["df_dtheta"] = _lml_gradient(K, y, m, [dK_dlog_variance, K_D], [1.0, 1.0 / lengthscale**2],
+                                         overwrite_L=ws is not None)
     return m["lml"], grad, m, K
 
 
@@ -705,6 +787,7 @@ class GPClassifier:
         lo = np.array([b[0] for b in log_bounds])
         hi = np.array([b[1] for b in log_bounds])
         state = {"last": None, "best": (-np.inf, None, None)}
+        ws = {}  # n x n buffers shared by all evaluations of the objective
 
         def objective(theta):
             f0 = None
@@ -715,7 +798,7 @@ class GPClassifier:
                 step = theta - theta_prev
                 f0 = f_prev + df_dtheta @ step if np.max(np.abs(step)) <= 0.5 else f_prev
             v, ell = np.exp(theta)
-            lml, grad, m, _ = _rbf_lml(D, y, v, ell, True, max_iter, tol, f0)
+            lml, grad, m, _ = _rbf_lml(D, y, v, ell, True, max_iter, tol, f0, ws)
             state["last"] = (theta.copy(), m["f"], m["df_dtheta"])
             if lml > state["best"][0]:
                 state["best"] = (lml, theta.copy(), m["f"])
