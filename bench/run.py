@@ -16,4 +16,7 @@ if __name__ == "__main__":
         print(f"\n(GP benchmark not available: {exc})")
     else:
         print("\n## Gaussian-process classification\n")
-        bench_gp.main(sys.argv[1:])
+        if "--quick" in sys.argv:
+            bench_gp.main(n=300, n_large=600, repeats=1)
+        else:
+            bench_gp.main()

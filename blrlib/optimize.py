@@ -19,7 +19,7 @@ from scipy.linalg import LinAlgError, cho_factor, cho_solve
 from scipy.special import expit
 
 from ._validation import as_labels, as_matrix, as_weights, check_int, check_nonnegative, check_positive
-from .logistic import _curvature, _gradient, _log_posterior, _signs, _weighted_gram
+from .logistic import _gradient, _log_posterior, _signs, _weighted_gram
 
 __all__ = ["ConvergenceWarning", "FitResult", "gradient_ascent", "irls"]
 
@@ -149,10 +149,11 @@ def gradient_ascent(X, y, prior_precision=0.0, step_size=None, max_iter=10_000, 
     return FitResult(w=w, n_iter=n_iter, converged=converged, history=np.asarray(history))
 
 
-def _newton_direction(X, p, a, y, w, lam):
+def _newton_direction(X, a, y, w, lam):
     """Solve (X^T S X + lam I) delta = gradient by Cholesky; return delta and the decrement."""
+    p, q = expit(a), expit(-a)  # q = 1 - p without cancellation when p is near 1
     g = _gradient(w, X, y, p, lam)
-    A = _weighted_gram(X, _curvature(a))
+    A = _weighted_gram(X, p * q)
     A[np.diag_indices_from(A)] += lam
     delta = cho_solve(cho_factor(A, lower=False, check_finite=False), g, check_finite=False)
     return delta, float(g @ delta)
@@ -214,7 +215,7 @@ def irls(X, y, prior_precision=0.0, max_iter=100, tol=1e-10, w0=None):
     n_iter = 0
     for n_iter in range(1, max_iter + 1):
         try:
-            delta, decrement = _newton_direction(X, expit(a), a, y, w, lam)
+            delta, decrement = _newton_direction(X, a, y, w, lam)
         except LinAlgError:
             if lam == 0 and _separates(a, y):
                 separable = True
