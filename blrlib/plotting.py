@@ -142,15 +142,19 @@ def plot_probability_contours(ax, predict, X, levels=(0.1, 0.25, 0.5, 0.75, 0.9)
 
 
 def plot_posterior_contours(ax, log_density, xlim, ylim, n=150, levels=6, **kwargs):
-    """Contours of a 2-D (unnormalised) log density, drawn at density levels.
+    r"""Contours of a 2-D (unnormalised) log density, drawn at density levels.
 
     ``log_density`` maps an (m, 2) array of points to m log-density values.
-    Levels are fractions of the maximum, so normalisation does not matter.
+    Levels are fractions of the maximum on the grid, so normalisation does not
+    matter.  An integer ``levels = K`` draws the fractions
+    :math:`e^{-k^2/2}`, :math:`k = 1, \dots, K`: for a Gaussian these are the
+    ellipses at Mahalanobis distance 1, ..., K from the mean, so an exact
+    posterior and its Laplace approximation drawn this way compare like for like.
     """
     a, b = np.meshgrid(np.linspace(*xlim, n), np.linspace(*ylim, n))
     logp = np.asarray(log_density(np.column_stack([a.ravel(), b.ravel()]))).reshape(a.shape)
     dens = np.exp(logp - logp.max())
-    lv = np.exp(-0.5 * np.arange(1, levels + 1)[::-1] ** 2 / 2.0) if isinstance(levels, int) else levels
+    lv = np.exp(-0.5 * np.arange(levels, 0, -1) ** 2.0) if isinstance(levels, int) else levels
     kwargs.setdefault("colors", COLORS["blue"])
     return ax.contour(a, b, dens, levels=lv, **kwargs)
 
