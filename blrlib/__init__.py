@@ -6,7 +6,8 @@ that define it.  ``blrlib.datasets`` holds the data sets and
 """
 
 from . import datasets
-from .gp import GPCLaplace, GPClassifier, GPCPrediction, gpc_laplace, gpc_log_marginal_likelihood, gpc_predict
+from .gp import GPCLaplace, GPCPrediction, gpc_laplace, gpc_log_marginal_likelihood, gpc_predict
+from .gp_classifier import GPClassifier
 from .kernels import linear_kernel, polynomial_kernel, rbf_kernel
 from .laplace import LaplacePosterior, laplace_posterior
 from .logistic import (

@@ -19,6 +19,8 @@ __all__ = [
     "as_targets",
     "as_kernel_matrix",
     "as_matrix_pair",
+    "check_int",
+    "as_rng",
 ]
 
 
