@@ -182,7 +182,9 @@ def as_kernel_matrix(K, name="K", rtol=1e-8):
     """Return ``K`` as a finite, square, symmetric float array of shape (n, n) with n >= 1.
 
     Symmetry is checked up to ``rtol`` times the largest absolute entry, so that
-    round-off in a kernel computed elsewhere is accepted.
+    round-off in a kernel computed elsewhere is accepted.  Positive
+    semi-definiteness would cost a factorisation; its cheap necessary condition,
+    a diagonal k(x, x) >= 0, is checked.
     """
     arr = _as_float_array(K, name)
     if arr.ndim != 2:
@@ -198,6 +200,13 @@ def as_kernel_matrix(K, name="K", rtol=1e-8):
         raise ValueError(
             f"{name} must be symmetric, got max |{name} - {name}.T| = {asym:.3g} "
             f"(largest entry {scale:.3g})"
+        )
+    diag = np.diag(arr)
+    if np.any(diag < 0):
+        i = int(np.argmin(diag))
+        raise ValueError(
+            f"{name} must be positive semi-definite, so its diagonal must be >= 0, "
+            f"got {name}[{i}, {i}] = {diag[i]:.3g}"
         )
     return arr
 

@@ -19,7 +19,10 @@ for its :math:`\pm 1` labels, so its :math:`\mathbf t` is our :math:`\mathbf y`)
 Every linear solve goes through the Cholesky factor :math:`L` of the well-conditioned
 matrix :math:`B = I + W^{1/2} K W^{1/2}`, whose eigenvalues lie in
 :math:`[1, 1 + \max_n W_{nn} \lambda_\text{max}(K)]`; :math:`K` itself is never
-inverted, so a singular kernel matrix is fine.  Diagonal matrices are never formed.  The estimator built on these functions,
+inverted, so a singular kernel matrix is fine.  Diagonal matrices are never formed.  For large n
+most Newton steps solve with :math:`B` by preconditioned conjugate gradients instead (see
+:func:`gpc_laplace`); the mode, :math:`L` and the marginal likelihood returned are always
+those of an exact step.  The estimator built on these functions,
 :class:`~blrlib.GPClassifier`, is in :mod:`blrlib.gp_classifier`.
 """
 
@@ -27,8 +30,8 @@ import warnings
 from dataclasses import dataclass, field
 
 import numpy as np
-from scipy.linalg import cho_solve, solve_triangular
-from scipy.linalg.blas import ddot, dgemv, dsymv
+from scipy.linalg import cho_factor, cho_solve, solve_triangular
+from scipy.linalg.blas import ddot, dgemm, dgemv, dsymv
 from scipy.linalg.lapack import dpotrf, dpotri
 from scipy.special import expit, log_expit
 
@@ -176,27 +179,183 @@ def _factor(K, f, work=None, diagonal=False):
     return W, sW, L
 
 
-def _mv(K, v):
-    """K @ v through scipy's BLAS.
+def _symv(K, v):
+    """K @ v for a symmetric K, through SciPy's BLAS ``symv`` (which reads one triangle).
 
     NumPy and SciPy may each bundle their own OpenBLAS with its own thread pool; the
     Cholesky factorisations run in SciPy's, and a NumPy matrix product in between
     leaves NumPy's threads spinning on the cores the next factorisation needs (about
     doubling its time on a 2-core machine), so the dense products here use SciPy's BLAS
-    as well.  The result equals ``K @ v``.
+    as well.  ``symv`` reads half the matrix that ``gemv`` reads, and a matrix-vector
+    product is limited by memory traffic, so it takes about half the time.  For a
+    C-ordered K the triangle read is the one the factorisation of B reads.
     """
-    if K.flags.c_contiguous:
-        return dgemv(1.0, K.T, v, trans=1)
     if K.flags.f_contiguous:
-        return dgemv(1.0, K, v)
+        return dsymv(1.0, K, v, lower=1)
+    if K.flags.c_contiguous:
+        return dsymv(1.0, K.T, v, lower=1)  # K.T is K, in Fortran order
     return K @ v
 
 
-def _newton_target(K, y, f, W, sW, L):
-    """The full Newton step of Alg. 3.1, lines 6-8: the new a (and f = K a)."""
-    b = W * f + (y - expit(f))  # line 6
-    a = b - sW * cho_solve((L, True), sW * _mv(K, b), check_finite=False)  # line 7
-    return a, _mv(K, a)  # line 8
+def _pcg(apply_B, r, precondition, rtol, max_iter):
+    """Preconditioned conjugate gradients for B x = r, B symmetric positive definite.
+
+    Stops when the residual norm falls to ``rtol * |r|``; returns ``None`` when
+    ``max_iter`` iterations do not get there (the caller then factorises B).
+    """
+    x = np.zeros_like(r)
+    res = r.copy()
+    stop = rtol * float(np.sqrt(r @ r))
+    if stop == 0.0:
+        return x
+    z = precondition(res)
+    p = z.copy()
+    rz = float(res @ z)
+    for _ in range(max_iter):
+        Bp = apply_B(p)
+        alpha = rz / float(p @ Bp)
+        x += alpha * p
+        res -= alpha * Bp
+        if float(np.sqrt(res @ res)) <= stop:
+            return x
+        z = precondition(res)
+        rz_new = float(res @ z)
+        p *= rz_new / rz
+        p += z
+        rz = rz_new
+    return None
+
+
+def _pivoted_cholesky(K, max_rank, rtol=1e-8):
+    """Partial Cholesky factorisation of a PSD K with diagonal pivoting: K ~ V V^T + diag(d).
+
+    Each step takes the row with the largest remaining diagonal (the input least
+    explained so far), so for a smooth kernel, whose eigenvalues decay fast, a
+    rank far below n leaves a small residual K - V V^T; ``d`` is that residual's
+    diagonal.  Stops at ``max_rank`` columns or when no diagonal exceeds ``rtol``
+    times the largest diagonal of K.  Cost O(n max_rank^2); K is read one row per
+    step.  (Harbrecht, Peters and Schneider 2012.)
+    """
+    n = K.shape[0]
+    d = np.diag(K).copy()
+    stop = rtol * float(np.max(d))
+    V = np.zeros((n, min(n, max_rank)), order="F")
+    k = 0
+    while k < V.shape[1]:
+        i = int(np.argmax(d))
+        if d[i] <= stop:
+            break
+        col = K[i].copy()  # row i = column i of the symmetric K
+        if k:
+            col = dgemv(-1.0, V[:, :k], V[i, :k], beta=1.0, y=col, overwrite_y=1)
+        col /= np.sqrt(d[i])
+        V[:, k] = col
+        d -= col * col
+        d[i] = 0.0
+        np.maximum(d, 0.0, out=d)
+        k += 1
+    return V[:, :k], d
+
+
+# Conjugate gradients replace the factorisation of B in the Newton steps for n >= _CG_MIN_N,
+# with at most n // _CG_ITER_DIVISOR iterations per solve: on the project's machine one
+# iteration (a matrix-vector product with K) costs about 1/150 of a factorisation at n = 4000.
+_CG_MIN_N = 500
+_CG_ITER_DIVISOR = 50
+_CG_RTOL = 1e-10
+_CG_RANK = 100  # rank of the pivoted Cholesky factor of K in the preconditioner
+
+
+class _NewtonSteps:
+    """Full Newton steps of Alg. 3.1 (lines 4-8) for one kernel matrix K.
+
+    The linear solve with B = I + W^1/2 K W^1/2 in line 7 is done in one of two ways:
+
+    * exactly, with the Cholesky factor L of B at the current f (line 5), an O(n^3)
+      factorisation;
+    * for n >= 500, first by preconditioned conjugate gradients (PCG), O(n^2) per
+      iteration.  The preconditioner is B with K replaced by a low-rank-plus-diagonal
+      approximation V V^T + diag(d) (a pivoted Cholesky factor, computed once per
+      K), inverted for the current W by the Woodbury identity in O(n r^2).  When
+      PCG does not reach its tolerance within n / 50 iterations, B is factorised,
+      and the remaining steps for this K are exact.
+
+    Either way the step is a consistent pair (a, f = K a), so Psi is exact; PCG
+    only makes the direction slightly inexact.  The mode search confirms
+    convergence with an exact step, so the returned mode, its L and the log marginal
+    likelihood are those of the exact algorithm.
+    """
+
+    def __init__(self, K, y, work, diagonal):
+        n = K.shape[0]
+        self.K, self.y, self.work, self.diagonal = K, y, work, diagonal
+        self.cg_max_iter = 0 if diagonal or n < _CG_MIN_N else n // _CG_ITER_DIVISOR
+        if self.cg_max_iter:
+            self.V, self.d = _pivoted_cholesky(K, _CG_RANK)
+            if self.V.shape[1] == 0:  # no positive diagonal: K is not a kernel matrix, let potrf say so
+                self.cg_max_iter = 0
+        self.factored = None  # the iterate f at which L = self.work factorises B
+        self.n_factorisations = 0
+
+    def factor(self, f):
+        self.W, self.sW, self.L = _factor(self.K, f, self.work, self.diagonal)  # lines 4-5
+        self.factored = f
+        self.n_factorisations += 1
+
+    def _preconditioner(self, W, sW):
+        """v -> P^-1 v for P = I + W^1/2 (V V^T + diag(d)) W^1/2 = diag(g) + U U^T, by Woodbury."""
+        g = 1.0 + W * self.d
+        U = sW[:, None] * self.V
+        Ug = U / g[:, None]
+        C = dgemm(1.0, U, Ug, trans_a=1)  # U^T diag(g)^-1 U, r x r
+        C[np.diag_indices_from(C)] += 1.0
+        C_factor = cho_factor(C, lower=True, check_finite=False)
+
+        def apply(v):
+            return v / g - dgemv(1.0, Ug, cho_solve(C_factor, dgemv(1.0, Ug, v, trans=1), check_finite=False))
+
+        return apply
+
+    def _cg_solve(self, W, sW, r):
+        K = self.K
+        x = _pcg(lambda v: v + sW * _symv(K, sW * v), r, self._preconditioner(W, sW), _CG_RTOL, self.cg_max_iter)
+        if x is None:
+            self.cg_max_iter = 0  # the preconditioner does not suit this K: exact steps from now on
+        return x
+
+    def step(self, f, a=None, exact=False):
+        """The full Newton step from f: (new a, new f = K a, whether B was solved exactly).
+
+        With ``a = K^-1 f`` given, the step is solved for the increment: with the
+        gradient g = y - p - a of Psi, da = g - W^1/2 B^-1 W^1/2 K g (so that
+        df = K da = (K^-1 + W)^-1 g), which equals line 7's a minus the current a; its
+        right-hand side vanishes at the mode, so the tolerance of conjugate gradients,
+        relative to it, tightens as the iteration converges.  Without ``a`` (a warm
+        start not consistent with K) it is line 7 itself.
+        """
+        if exact and self.factored is not f:
+            self.factor(f)
+        if self.factored is f:
+            W, sW = self.W, self.sW
+        else:
+            W = _curvature(f)  # line 4: p (1 - p), without cancellation for large |f|
+            sW = np.sqrt(W)
+        if a is None:
+            b = W * f + (self.y - expit(f))  # line 6
+        else:
+            b = (self.y - expit(f)) - a  # the gradient of Psi; line 6's b is W f + a + this
+        r = sW * _symv(self.K, b)
+        x = None
+        if self.factored is not f and self.cg_max_iter:
+            x = self._cg_solve(W, sW, r)
+        if x is None:
+            if self.factored is not f:
+                self.factor(f)
+            x = cho_solve((self.L, True), r, check_finite=False)
+        a_new = b - sW * x  # line 7
+        if a is not None:
+            a_new += a
+        return a_new, _symv(self.K, a_new), self.factored is f  # line 8
 
 
 def _mode(K, y, max_iter=100, tol=1e-10, f0=None, work=None):
@@ -204,11 +363,12 @@ def _mode(K, y, max_iter=100, tol=1e-10, f0=None, work=None):
 
     Works with a = K^-1 f alongside f = K a, so Psi never needs K^-1.  Each full
     Newton step is halved until Psi does not decrease (Psi is concave, so the
-    Newton direction is an ascent direction and halving succeeds).  After each
-    factorisation the next Newton step is computed (it costs O(n^2) once L is
-    known); when it would change neither Psi nor f noticeably, the current f is the
-    mode, and the L returned is the one at that f, so the log marginal likelihood
-    and the gradient are consistent with f_hat.
+    Newton direction is an ascent direction and halving succeeds).  At each iterate
+    the next Newton step is computed; when it would change neither Psi nor f
+    noticeably, the current f is the mode.  Steps may come from conjugate gradients
+    (see ``_NewtonSteps``), but that verdict is always confirmed by an exact step with
+    the Cholesky factor at the final f, and the L returned is the one at that f, so
+    the log marginal likelihood and the gradient are consistent with f_hat.
 
     A warm start f0 need not be consistent with K (it is typically the mode for a
     nearby kernel): one full Newton step from it gives a consistent pair (a, f),
@@ -222,37 +382,33 @@ def _mode(K, y, max_iter=100, tol=1e-10, f0=None, work=None):
     f = np.zeros(n)
     psi = -n * np.log(2.0)  # Psi(0)
     n_iter = 0
-    f_tol = tol
     k_max = float(np.max(np.diag(K)))
     if work is None:
         work = np.empty((n, n), order="F")  # B and its factor L, overwritten by each factorisation
     diagonal = np.count_nonzero(K) == np.count_nonzero(np.diag(K))
-
-    def small(step, f):
-        return step <= f_tol * (1.0 + float(np.max(np.abs(f))))
+    steps = _NewtonSteps(K, y, work, diagonal)
 
     if f0 is not None:
-        W, sW, L = _factor(K, f0, work, diagonal)  # lines 4-5 at the warm start
-        a1, f1 = _newton_target(K, y, f0, W, sW, L)  # lines 6-8
+        a1, f1, _ = steps.step(f0)  # lines 4-8 from the warm start
         psi1 = _psi(a1, f1, y)
         if psi1 > psi:
-            n_iter = 1
-            if small(float(np.max(np.abs(f1 - f0))), f1):  # f0 was the mode already: its L serves
-                return _mode_result(a1, f1, W, sW, L, psi1, n_iter, True, diagonal)
-            a, f, psi = a1, f1, psi1
-    W, sW, L = _factor(K, f, work, diagonal)  # lines 4-5
-    converged = False
+            a, f, psi, n_iter = a1, f1, psi1, 1
+    converged = confirm = False
     while True:
-        a_new, f_new = _newton_target(K, y, f, W, sW, L)  # lines 6-8
+        a_new, f_new, exact = steps.step(f, a, exact=confirm)  # lines 4-8
         da, df = a_new - a, f_new - f
         psi_new = _psi(a_new, f_new, y)
         gain, step = psi_new - psi, float(np.max(np.abs(df)))
-        if gain <= tol * (1.0 + abs(psi)) and small(step, f):
-            converged = True  # the next step would change nothing: f is the mode
-            break
-        if gain <= tol * (1.0 + abs(psi)) and step <= 16 * _EPS * k_max * float(np.sum(np.abs(a_new))):
-            converged = True  # the step is below the round-off of f = K a (huge K)
-            break
+        if gain <= tol * (1.0 + abs(psi)) and (
+            step <= tol * (1.0 + float(np.max(np.abs(f))))
+            or step <= 16 * _EPS * k_max * float(np.sum(np.abs(a_new)))  # below the round-off of f = K a
+        ):
+            if exact:
+                converged = True  # the next step would change nothing: f is the mode
+                break
+            confirm = True  # the step came from conjugate gradients: check with the exact one
+            continue
+        confirm = False
         if n_iter >= max_iter:
             break
         # safeguard: halve the step until Psi does not decrease (up to round-off)
@@ -265,12 +421,18 @@ def _mode(K, y, max_iter=100, tol=1e-10, f0=None, work=None):
             a_t, f_t = a + t * da, f + t * df
             psi_t = _psi(a_t, f_t, y)
         else:  # no step increases Psi: we are at the maximum to round-off
-            converged = True
-            break
+            converged = exact
+            if converged:
+                break
+            confirm = True
+            continue
         a, f, psi = a_t, f_t, psi_t
         n_iter += 1
-        W, sW, L = _factor(K, f, work, diagonal)  # lines 4-5 of the next iteration
-    return _mode_result(a, f, W, sW, L, psi, n_iter, converged, diagonal)
+    if steps.factored is not f:  # stopped by max_iter after an inexact step
+        steps.factor(f)
+    m = _mode_result(a, f, steps.W, steps.sW, steps.L, psi, n_iter, converged, diagonal)
+    m["n_factorisations"] = steps.n_factorisations
+    return m
 
 
 def _mode_result(a, f, W, sW, L, psi, n_iter, converged, diagonal=False):
@@ -316,7 +478,13 @@ def gpc_laplace(K, y, max_iter=100, tol=1e-10, *, f0=None):
 
     where each step is halved until :math:`\Psi` does not decrease, so the iteration
     converges from any start, even for large signal variances where the plain
-    Newton step overshoots.  At the mode,
+    Newton step overshoots.  For n >= 500 the solve with :math:`B` is first tried by
+    conjugate gradients, preconditioned by :math:`B` with :math:`K` replaced by a
+    rank-100 pivoted Cholesky approximation (cheap to invert for each new :math:`W`),
+    which for smooth kernels replaces all but one :math:`O(n^3)` factorisation by
+    :math:`O(n^2)` matrix-vector products; convergence is always confirmed by an exact
+    step with the factor of :math:`B` at the returned mode, so the result is that of the
+    exact algorithm.  At the mode,
 
     .. math:: \log q(\mathbf y \mid X) = -\tfrac12 \mathbf a^\top \hat{\mathbf f}
               + \log p(\mathbf y \mid \hat{\mathbf f}) - \sum_n \log L_{nn}.
@@ -457,21 +625,25 @@ def gpc_predict(fit, K_star, k_star_star, method="probit", *, n_samples=10_000, 
 # --------------------------------------------------------------------------
 # The gradient of the log marginal likelihood: GPML Algorithm 5.1
 # --------------------------------------------------------------------------
-def _lml_gradient(K, y, m, dKs, scales=None, overwrite_L=False):
+def _lml_gradient(K, y, m, dKs, scales=None, overwrite=False):
     r"""Gradient of the Laplace log marginal likelihood for kernel derivatives ``dKs`` (Alg. 5.1).
 
-    B^-1 comes from the Cholesky factor (LAPACK potri); from it
-    R = W^1/2 B^-1 W^1/2 (line 7) and the diagonal of the posterior covariance,
-    diag((K^-1 + W)^-1) = (1 - diag(B^-1)) / W, which enters line 9 multiplied by
-    W, so no division is needed.  ``dKs`` are symmetric C-ordered matrices; the
-    derivative C_j is ``scales[j] * dKs[j]`` (all ones when ``scales`` is None).
-    With ``overwrite_L`` (a Fortran-ordered L) B^-1 is formed in L's own memory, and
-    ``m["L"]`` is set to None.
+    B^-1 comes from the Cholesky factor (LAPACK potri, which fills the lower triangle;
+    the strict upper one keeps the zeros of L).  R = W^1/2 B^-1 W^1/2 (line 7) is
+    never formed: R v = W^1/2 (B^-1 (W^1/2 v)) is a symmetric matrix-vector product,
+    and for symmetric C
 
-    Only the lower triangle of R is formed (potri fills the lower triangle of B^-1,
-    and the strict upper one keeps the zeros of L): for symmetric C,
-    tr(R C) = 2 sum(tril(R) * C) - diag(R) . diag(C), and R b is a symmetric
-    matrix-vector product that reads the lower triangle.
+        tr(R C) = sum_ij B^-1_ij (W^1/2 C W^1/2)_ij
+                = 2 sum(tril(B^-1) * M) - diag(B^-1) . diag(M),   M = W^1/2 C W^1/2,
+
+    which for C = K is simply tr(B^-1 (B - I)) = n - tr(B^-1).  The diagonal of the
+    posterior covariance, diag((K^-1 + W)^-1) = (1 - diag(B^-1)) / W, enters line 9
+    multiplied by W, so no division is needed.  ``dKs`` are symmetric C-ordered
+    matrices; the derivative C_j is ``scales[j] * dKs[j]`` (all ones when ``scales``
+    is None).  With ``overwrite`` (a Fortran-ordered L) B^-1 is formed in L's own
+    memory, where it stays for the next mode search to use as preconditioner
+    (``m["L"]`` is set to None and ``m["B_inv"]`` holds it), and the ``dKs`` other
+    than K itself are overwritten.
     """
     sW, L, a = m["sW"], m["L"], m["a"]
     n = K.shape[0]
@@ -479,33 +651,37 @@ def _lml_gradient(K, y, m, dKs, scales=None, overwrite_L=False):
         scales = [1.0] * len(dKs)
     p = expit(m["f"])
     if m.get("diagonal"):  # L, B and B^-1 are diagonal
-        R = np.zeros((n, n), order="F")
+        B_inv = np.zeros((n, n), order="F")
         inv_diag_L = 1.0 / np.diag(L)
-        R.reshape(-1, order="F")[:: n + 1] = inv_diag_L * inv_diag_L
+        B_inv.reshape(-1, order="F")[:: n + 1] = inv_diag_L * inv_diag_L
     else:
-        overwrite_L = overwrite_L and L.flags.f_contiguous
-        R, info = dpotri(L, lower=1, overwrite_c=int(overwrite_L))  # B^-1 in (a copy of) L, Fortran-ordered
-        if overwrite_L:
+        overwrite = overwrite and L.flags.f_contiguous
+        B_inv, info = dpotri(L, lower=1, overwrite_c=int(overwrite))  # B^-1 in (a copy of) L, Fortran-ordered
+        if overwrite:
             m["L"] = None  # its memory now holds B^-1
         if info != 0:  # pragma: no cover - L comes from a successful Cholesky
             raise np.linalg.LinAlgError(f"potri failed with info={info}")
-    diag_Binv = np.diag(R).copy()
-    R *= sW[:, None]  # line 7, in place: R = W^1/2 B^-1 W^1/2 (lower triangle)
-    R *= sW[None, :]
-    diag_R = np.diag(R).copy()
+    m["B_inv"] = B_inv
+    diag_B_inv = np.diag(B_inv).copy()
     # line 9: s2 = d log q / d f_hat = -1/2 diag((K^-1 + W)^-1) * dW/df, with dW/df = W (1 - 2p);
     # in terms of the third derivative, d^3 log p / df^3 = -W (1 - 2p), this is +1/2 diag(...) * d^3 log p
-    s2 = -0.5 * (1.0 - diag_Binv) * (1.0 - 2.0 * p)
+    s2 = -0.5 * (1.0 - diag_B_inv) * (1.0 - 2.0 * p)
     y_p = y - p
     grad = np.empty(len(dKs))
     df_dtheta = np.empty((n, len(dKs)))
     for j, (C, c) in enumerate(zip(dKs, scales)):  # line 11: C_j = c * C
-        # tr(R C_j): R.T is C-ordered, and sum(R.T * C) = sum(R * C) as C is symmetric
-        tr_RC = c * (2.0 * float(ddot(R.T.reshape(-1), C.reshape(-1))) - float(diag_R @ np.diag(C)))
-        s1 = 0.5 * (a @ (c * _mv(C, a))) - 0.5 * tr_RC  # line 12
-        b = c * _mv(C, y_p)  # line 13
-        s3 = b - _mv(K, dsymv(1.0, R, b, lower=1))  # line 14: (I + K W)^-1 b, the derivative of f_hat
-        grad[j] = s1 + s2 @ s3  # line 15
+        s1 = 0.5 * (a @ (c * _symv(C, a)))  # line 12, first term
+        b = c * _symv(C, y_p)  # line 13
+        s3 = b - _symv(K, sW * dsymv(1.0, B_inv, sW * b, lower=1))  # line 14: (I + K W)^-1 b = d f_hat / d theta_j
+        if C is K:
+            tr_RC = c * (n - float(np.sum(diag_B_inv)))
+        else:
+            M = C if overwrite else C.copy()
+            M *= sW[:, None]
+            M *= sW[None, :]
+            # B_inv.T is C-ordered, and sum(B_inv.T * M) = sum(B_inv * M) as M is symmetric
+            tr_RC = c * (2.0 * float(ddot(B_inv.T.reshape(-1), M.reshape(-1))) - float(diag_B_inv @ np.diag(M)))
+        grad[j] = s1 - 0.5 * tr_RC + s2 @ s3  # lines 12 and 15
         df_dtheta[:, j] = s3
     return grad, df_dtheta
 
@@ -516,7 +692,8 @@ def _rbf_lml(D, y, variance, lengthscale, eval_gradient=True, max_iter=100, tol=
     ``ws``, optional, is a dict of n x n buffers reused from call to call (by the
     hyperparameter search, which keeps neither K nor L): with it, K, L and K * D are
     computed in those buffers, and with ``eval_gradient`` the L in the result is
-    consumed by the gradient (``m["L"]`` is None).
+    consumed by the gradient (``m["L"]`` is None); the B^-1 that replaces it
+    preconditions the next call's mode search.
     """
     if ws is None:
         K = _rbf_from_sqdist(D, variance, lengthscale)
@@ -539,7 +716,7 @@ def _rbf_lml(D, y, variance, lengthscale, eval_gradient=True, max_iter=100, tol=
     dK_dlog_variance = K  # d K / d log sigma^2 = K
     K_D = np.multiply(K, D, out=K_D)  # d K / d log l = K * D / l^2, the scale applied inside _lml_gradient
     grad, m["df_dtheta"] = _lml_gradient(K, y, m, [dK_dlog_variance, K_D], [1.0, 1.0 / lengthscale**2],
-                                         overwrite_L=ws is not None)
+                                         overwrite=ws is not None)
     return m["lml"], grad, m, K
 
 

@@ -10,6 +10,7 @@ from sklearn.base import clone
 from sklearn.gaussian_process import GaussianProcessClassifier
 from sklearn.gaussian_process.kernels import RBF, ConstantKernel
 
+from blrlib import gp
 from blrlib import (
     ConvergenceWarning,
     GPCLaplace,
@@ -131,6 +132,123 @@ def test_repr_is_readable(moons):
     assert "converged=True" in text and len(text) < 300
     pred = gpc_predict(fit, rbf_kernel(X[:3], X), np.ones(3))
     assert repr(pred).startswith("GPCPrediction(prob=[") and "method='probit'" in repr(pred)
+
+
+# --- large n: Newton steps by preconditioned conjugate gradients -----------------------------
+
+@pytest.fixture(scope="module")
+def big_moons():
+    """Large enough (n >= gp._CG_MIN_N) for the mode search to use conjugate gradients."""
+    X, y = datasets.two_moons(600, noise=0.3, seed=2)
+    assert len(y) >= gp._CG_MIN_N
+    return X, y
+
+
+def exact_only(monkeypatch):
+    monkeypatch.setattr(gp, "_CG_MIN_N", 10**9)
+
+
+def test_pivoted_cholesky_is_exact_at_full_rank():
+    X = np.random.default_rng(0).normal(size=(60, 3))
+    K = rbf_kernel(X, variance=2.0, lengthscale=0.7)
+    V, d = gp._pivoted_cholesky(K, max_rank=60, rtol=0.0)
+    assert_allclose(V @ V.T + np.diag(d), K, rtol=0, atol=1e-12)
+    assert np.all(d >= 0) and np.max(d) < 1e-12
+
+
+def test_pivoted_cholesky_truncated():
+    """The residual K - V V^T is PSD with diagonal d; the first pivot is the largest diagonal."""
+    X = np.random.default_rng(1).normal(size=(80, 2))
+    K = rbf_kernel(X, variance=1.0, lengthscale=0.5) + np.diag(np.linspace(0.0, 1.0, 80))
+    V, d = gp._pivoted_cholesky(K, max_rank=15)
+    assert V.shape == (80, 15)
+    residual = K - V @ V.T
+    assert_allclose(np.diag(residual), d, rtol=0, atol=1e-12)
+    assert np.linalg.eigvalsh(residual).min() > -1e-10
+    i0 = int(np.argmax(np.diag(K)))
+    assert_allclose(V[:, 0], K[:, i0] / np.sqrt(K[i0, i0]), rtol=1e-14)
+    # a kernel of rank 2 stops after two columns
+    V2, d2 = gp._pivoted_cholesky(X @ X.T, max_rank=50)
+    assert V2.shape == (80, 2) and np.max(d2) < 1e-10
+
+
+def test_pcg_solves_and_reports_failure():
+    rng = np.random.default_rng(3)
+    A = rng.normal(size=(50, 50))
+    B = A @ A.T + np.eye(50)
+    r = rng.normal(size=50)
+    x = gp._pcg(lambda v: B @ v, r, lambda v: v / np.diag(B), 1e-12, 200)
+    assert_allclose(B @ x, r, rtol=0, atol=1e-9)
+    assert gp._pcg(lambda v: B @ v, r, lambda v: v.copy(), 1e-12, 3) is None
+    assert np.all(gp._pcg(lambda v: B @ v, np.zeros(50), lambda v: v, 1e-12, 3) == 0)
+
+
+def test_woodbury_preconditioner_inverts_its_matrix(big_moons):
+    X, y = big_moons
+    K = rbf_kernel(X, variance=3.0, lengthscale=0.8)
+    steps = gp._NewtonSteps(K, y, np.empty(K.shape, order="F"), diagonal=False)
+    W = np.random.default_rng(4).uniform(0.0, 0.25, size=len(y))
+    P = np.diag(1.0 + W * steps.d) + (np.sqrt(W)[:, None] * steps.V) @ (np.sqrt(W)[:, None] * steps.V).T
+    v = np.random.default_rng(5).normal(size=len(y))
+    assert_allclose(steps._preconditioner(W, np.sqrt(W))(P @ v), v, rtol=0, atol=1e-12)
+
+
+@pytest.mark.parametrize("variance, lengthscale", [(1.0, 1.0), (100.0, 0.5), (1e4, 2.0), (10.0, 0.2), (10.0, 0.05)])
+def test_conjugate_gradient_steps_give_the_exact_mode(big_moons, monkeypatch, variance, lengthscale):
+    """The mode, the lml and L are those of exact Newton steps, in fewer factorisations."""
+    X, y = big_moons
+    K = rbf_kernel(X, variance=variance, lengthscale=lengthscale)
+    fast = gp._mode(K, y)
+    exact_only(monkeypatch)
+    slow = gp._mode(K, y)
+    assert fast["converged"] and slow["converged"]
+    assert_allclose(fast["f"], slow["f"], rtol=0, atol=1e-9 * (1 + np.max(np.abs(slow["f"]))))
+    assert_allclose(fast["lml"], slow["lml"], rtol=1e-12, atol=1e-9)
+    assert_allclose(np.diag(fast["L"] @ fast["L"].T), 1.0 + fast["W"] * np.diag(K), rtol=1e-12)
+    assert fast["n_factorisations"] <= slow["n_factorisations"]
+    if lengthscale >= 0.5:  # a smooth kernel: the preconditioner is good, one factorisation confirms the mode
+        assert fast["n_factorisations"] == 1 < slow["n_factorisations"]
+
+
+def test_conjugate_gradient_mode_matches_sklearn(big_moons):
+    X, y = big_moons
+    fit = gpc_laplace(rbf_kernel(X, variance=20.0, lengthscale=0.7), y)
+    sk = sklearn_fixed(X, y, 20.0, 0.7).base_estimator_
+    assert_allclose(fit.f_hat, sk.f_cached, rtol=0, atol=1e-8)
+    assert_allclose(fit.log_marginal_likelihood, sk.log_marginal_likelihood_value_, rtol=0, atol=1e-8)
+
+
+def test_conjugate_gradient_failure_falls_back_to_factorising(big_moons, monkeypatch):
+    X, y = big_moons
+    K = rbf_kernel(X, variance=10.0, lengthscale=0.8)
+    reference = gpc_laplace(K, y)
+    monkeypatch.setattr(gp, "_CG_ITER_DIVISOR", len(y))  # one CG iteration allowed: always fails
+    m = gp._mode(K, y)
+    assert m["converged"] and m["n_factorisations"] == m["n_iter"] + 1  # exact steps after the failure
+    assert_allclose(m["f"], reference.f_hat, rtol=0, atol=1e-9)
+
+
+def test_conjugate_gradient_max_iter_still_factorises_at_the_last_iterate(big_moons):
+    X, y = big_moons
+    K = rbf_kernel(X, variance=10.0, lengthscale=0.8)
+    with pytest.warns(ConvergenceWarning):
+        fit = gpc_laplace(K, y, max_iter=1)
+    assert fit.n_iter == 1 and not fit.converged
+    assert_allclose(np.diag(fit.L @ fit.L.T), 1.0 + fit.W_sqrt**2 * np.diag(K), rtol=1e-12)
+    assert_allclose(fit.W_sqrt**2, expit(fit.f_hat) * expit(-fit.f_hat), rtol=1e-12)
+
+
+def test_lml_gradient_at_large_n_matches_central_differences(big_moons):
+    X, y = big_moons
+    theta = np.log([5.0, 0.6])
+    _, grad = gpc_log_marginal_likelihood(X, y, *np.exp(theta))
+    h = 1e-5
+    for j in range(2):
+        e = np.zeros(2)
+        e[j] = h
+        up = gpc_log_marginal_likelihood(X, y, *np.exp(theta + e), eval_gradient=False)
+        down = gpc_log_marginal_likelihood(X, y, *np.exp(theta - e), eval_gradient=False)
+        assert abs((up - down) / (2 * h) - grad[j]) <= 1e-6 * (1 + abs(grad[j]))
 
 
 # --- prediction (Algorithm 3.2) --------------------------------------------------------------
@@ -342,6 +460,8 @@ FIT3 = gpc_laplace(K3, Y3)
         (lambda: gpc_laplace(np.array([[1.0, 0.5, 0], [0, 1, 0], [0, 0, 1]]), Y3), ValueError, r"K must be symmetric"),
         (lambda: gpc_laplace(np.array([[1.0, 10.0], [10.0, 1.0]]), [0, 1]), ValueError,
          r"K must be positive semi-definite"),
+        (lambda: gpc_laplace(-np.eye(600), np.arange(600) % 2), ValueError,
+         r"K must be positive semi-definite, so its diagonal must be >= 0, got K\[0, 0\] = -1"),
         (lambda: gpc_laplace(K3, [0, 1]), ValueError, r"X and y have different lengths: X has 3 rows, y has 2"),
         (lambda: gpc_laplace(K3, [-1, 1, 1]), ValueError, r"labels in \{-1, \+1\}; convert them"),
         (lambda: gpc_laplace(K3, [0, 2, 1]), ValueError, r"y must contain labels in \{0, 1\}, got values \{0, 1, 2\}"),

@@ -95,6 +95,8 @@ def test_singular_systems_need_a_penalty(rng):
          r"K must contain only finite numbers"),
         (lambda: kernel_ridge(np.eye(3), np.ones(2), 1.0), ValueError,
          r"K and y have different lengths: K has 3 rows, y has 2 entries"),
+        (lambda: kernel_ridge(np.diag([1.0, -2.0, 1.0]), np.ones(3), 0.1), ValueError,
+         r"K must be positive semi-definite, so its diagonal must be >= 0, got K\[1, 1\] = -2"),
         (lambda: kernel_ridge(np.eye(3), np.ones(3), -0.1), ValueError, r"penalty must be >= 0, got -0.1"),
         (lambda: kernel_ridge(np.eye(3), np.ones(3), None), TypeError, r"penalty must be a real number, got NoneType"),
     ],
