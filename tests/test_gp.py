@@ -390,6 +390,20 @@ def test_classifier_reaches_sklearn_marginal_likelihood(data):
     assert np.max(np.abs(grad)) < 1e-3
 
 
+def test_classifier_at_large_n_matches_sklearn(big_moons):
+    """With n >= 500 every mode search takes conjugate-gradient steps: same optimum as scikit-learn."""
+    X, y = big_moons
+    clf = GPClassifier(n_restarts=0).fit(X, y)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        sk = GaussianProcessClassifier(kernel=ConstantKernel(1.0, (1e-5, 1e5)) * RBF(1.0, (1e-5, 1e5)),
+                                       n_restarts_optimizer=0).fit(X, y)
+    assert clf.log_marginal_likelihood_ >= sk.log_marginal_likelihood_value_ - 1e-6
+    variance, lengthscale = np.exp(sk.kernel_.theta)
+    assert_allclose([clf.variance_, clf.lengthscale_], [variance, lengthscale], rtol=1e-3)
+    assert_allclose(clf.laplace_.f_hat, sk.base_estimator_.f_cached, rtol=0, atol=1e-3)
+
+
 def test_predict_proba_and_predict(moons, X_test):
     X, y = moons
     clf = GPClassifier(n_restarts=0).fit(X, y)
