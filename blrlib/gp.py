@@ -640,10 +640,9 @@ def _lml_gradient(K, y, m, dKs, scales=None, overwrite=False):
     posterior covariance, diag((K^-1 + W)^-1) = (1 - diag(B^-1)) / W, enters line 9
     multiplied by W, so no division is needed.  ``dKs`` are symmetric C-ordered
     matrices; the derivative C_j is ``scales[j] * dKs[j]`` (all ones when ``scales``
-    is None).  With ``overwrite`` (a Fortran-ordered L) B^-1 is formed in L's own
-    memory, where it stays for the next mode search to use as preconditioner
-    (``m["L"]`` is set to None and ``m["B_inv"]`` holds it), and the ``dKs`` other
-    than K itself are overwritten.
+    is None).  With ``overwrite`` the caller's buffers are scratch: B^-1 is formed in
+    L's own memory (when L is Fortran-ordered; ``m["L"]`` is then set to None), and
+    the ``dKs`` other than K itself are overwritten.
     """
     sW, L, a = m["sW"], m["L"], m["a"]
     n = K.shape[0]
@@ -661,7 +660,6 @@ def _lml_gradient(K, y, m, dKs, scales=None, overwrite=False):
             m["L"] = None  # its memory now holds B^-1
         if info != 0:  # pragma: no cover - L comes from a successful Cholesky
             raise np.linalg.LinAlgError(f"potri failed with info={info}")
-    m["B_inv"] = B_inv
     diag_B_inv = np.diag(B_inv).copy()
     # line 9: s2 = d log q / d f_hat = -1/2 diag((K^-1 + W)^-1) * dW/df, with dW/df = W (1 - 2p);
     # in terms of the third derivative, d^3 log p / df^3 = -W (1 - 2p), this is +1/2 diag(...) * d^3 log p
@@ -692,8 +690,7 @@ def _rbf_lml(D, y, variance, lengthscale, eval_gradient=True, max_iter=100, tol=
     ``ws``, optional, is a dict of n x n buffers reused from call to call (by the
     hyperparameter search, which keeps neither K nor L): with it, K, L and K * D are
     computed in those buffers, and with ``eval_gradient`` the L in the result is
-    consumed by the gradient (``m["L"]`` is None); the B^-1 that replaces it
-    preconditions the next call's mode search.
+    consumed by the gradient (``m["L"]`` is None).
     """
     if ws is None:
         K = _rbf_from_sqdist(D, variance, lengthscale)
