@@ -42,6 +42,8 @@ def _as_float_array(x, name):
 
 def _check_finite(arr, name):
     if not np.all(np.isfinite(arr)):
+        if arr.ndim == 0:
+            raise ValueError(f"{name} must be a finite number, got {arr[()]}")
         bad = np.argwhere(~np.isfinite(arr))[0]
         raise ValueError(
             f"{name} must contain only finite numbers, got {arr[tuple(bad)]} at index {tuple(int(i) for i in bad)}"
@@ -73,8 +75,11 @@ def as_vector(x, name, length=None):
     return arr
 
 
-def as_labels(y, n=None, name="y"):
+def as_labels(y, n=None, name="y", against="X"):
     """Return labels as a float array of 0s and 1s, of length ``n`` if given.
+
+    ``against`` names the array whose ``n`` rows the labels must match (``X``, or
+    ``K`` for a kernel matrix).
 
     Labels must be in {0, 1}.  Labels in {-1, +1} are rejected with a hint,
     because silently mapping them would hide a modelling mistake.
@@ -93,7 +98,9 @@ def as_labels(y, n=None, name="y"):
         raise ValueError(f"{name} is empty: expected at least one label")
     _check_finite(arr, name)
     if n is not None and arr.shape[0] != n:
-        raise ValueError(f"X and {name} have different lengths: X has {n} rows, {name} has {arr.shape[0]} entries")
+        raise ValueError(
+            f"{against} and {name} have different lengths: {against} has {n} rows, {name} has {arr.shape[0]} entries"
+        )
     values = np.unique(arr)
     if not np.all(np.isin(values, (0.0, 1.0))):
         shown = ", ".join(f"{v:g}" for v in values[:6]) + (", ..." if values.size > 6 else "")

@@ -529,7 +529,7 @@ def gpc_laplace(K, y, max_iter=100, tol=1e-10, *, f0=None):
     """
     K = as_kernel_matrix(K)
     n = K.shape[0]
-    y = as_labels(y, n=n)
+    y = as_labels(y, n=n, against="K")
     max_iter = check_int(max_iter, "max_iter")
     tol = check_positive(tol, "tol")
     if f0 is not None:

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 import numpy as np
 from scipy.linalg import cho_factor, cho_solve
 
-from ._validation import as_labels, as_matrix, check_positive
+from ._validation import as_labels, as_matrix, check_nonnegative
 from .logistic import _curvature, _log_likelihood, _weighted_gram
 from .optimize import ConvergenceWarning, irls
 
@@ -73,13 +73,22 @@ def laplace_posterior(X, y, prior_precision):
     X : array_like of shape (n, d)
     y : array_like of shape (n,), values in {0, 1}
     prior_precision : float
-        :math:`\lambda > 0`.  A proper prior is required: with :math:`\lambda = 0`
-        the evidence is not defined (use :func:`~blrlib.irls` and
-        :func:`~blrlib.hessian` for maximum likelihood and its standard errors).
+        :math:`\lambda \ge 0`.  :math:`\lambda = 0` means maximum likelihood (a flat,
+        improper prior): ``mean`` is then the maximum-likelihood estimate, ``cov`` the
+        inverse observed information (the classical asymptotic covariance, whose
+        diagonal gives the usual standard errors), and ``log_evidence`` is
+        :math:`-\infty`, the limit of the formula above, which falls like
+        :math:`\frac d2 \log\lambda` as :math:`\lambda \to 0`.
 
     Returns
     -------
     LaplacePosterior
+
+    Raises
+    ------
+    ValueError
+        With ``prior_precision=0`` on separable data, where the maximum-likelihood
+        estimate does not exist.
 
     Examples
     --------
@@ -90,10 +99,18 @@ def laplace_posterior(X, y, prior_precision):
     """
     X = as_matrix(X)
     y = as_labels(y, n=X.shape[0])
-    lam = check_positive(prior_precision, "prior_precision")
-    with warnings.catch_warnings():
-        warnings.simplefilter("error", ConvergenceWarning)
-        fit = irls(X, y, prior_precision=lam)
+    lam = check_nonnegative(prior_precision, "prior_precision")
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("error", ConvergenceWarning)
+            fit = irls(X, y, prior_precision=lam)
+    except ConvergenceWarning as exc:
+        if lam > 0:
+            raise
+        raise ValueError(
+            f"laplace_posterior with prior_precision=0 needs the maximum-likelihood estimate, "
+            f"which does not exist here: {exc}"
+        ) from None
     w = fit.w
     a = X @ w
     A = _weighted_gram(X, _curvature(a))
@@ -104,7 +121,10 @@ def laplace_posterior(X, y, prior_precision):
     cov = 0.5 * (cov + cov.T)
     d = X.shape[1]
     log_det_A = 2.0 * np.sum(np.log(np.diag(L)))
-    log_evidence = _log_likelihood(a, y) - 0.5 * lam * float(w @ w) + 0.5 * d * np.log(lam) - 0.5 * log_det_A
+    if lam == 0:
+        log_evidence = -np.inf  # the evidence under N(0, lam^-1 I) vanishes like lam^(d/2)
+    else:
+        log_evidence = _log_likelihood(a, y) - 0.5 * lam * float(w @ w) + 0.5 * d * np.log(lam) - 0.5 * log_det_A
     return LaplacePosterior(
         mean=w, cov=cov, precision=A, log_evidence=float(log_evidence), prior_precision=lam, _chol=L
     )

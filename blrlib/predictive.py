@@ -17,7 +17,7 @@ import numpy as np
 from scipy.linalg import solve_triangular
 from scipy.special import expit
 
-from ._validation import _as_float_array, as_matrix, as_rng, check_int
+from ._validation import _as_float_array, _check_finite, as_matrix, as_rng, check_int
 
 __all__ = [
     "latent_moments",
@@ -109,8 +109,7 @@ def expected_sigmoid(mean, var, method="quadrature", n_samples=10_000, rng=None)
     """
     mean = _as_float_array(mean, "mean")
     var = _as_float_array(var, "var")
-    if not np.all(np.isfinite(mean)):
-        raise ValueError("mean must contain only finite numbers")
+    _check_finite(mean, "mean")
     if not np.all(np.isfinite(var)) or np.any(var < 0):
         raise ValueError(f"var must be finite and >= 0, got {var[~np.isfinite(var) | (var < 0)].ravel()[0]}")
     if method not in _METHODS:

@@ -476,7 +476,7 @@ FIT3 = gpc_laplace(K3, Y3)
          r"K must be positive semi-definite"),
         (lambda: gpc_laplace(-np.eye(600), np.arange(600) % 2), ValueError,
          r"K must be positive semi-definite, so its diagonal must be >= 0, got K\[0, 0\] = -1"),
-        (lambda: gpc_laplace(K3, [0, 1]), ValueError, r"X and y have different lengths: X has 3 rows, y has 2"),
+        (lambda: gpc_laplace(K3, [0, 1]), ValueError, r"K and y have different lengths: K has 3 rows, y has 2"),
         (lambda: gpc_laplace(K3, [-1, 1, 1]), ValueError, r"labels in \{-1, \+1\}; convert them"),
         (lambda: gpc_laplace(K3, [0, 2, 1]), ValueError, r"y must contain labels in \{0, 1\}, got values \{0, 1, 2\}"),
         (lambda: gpc_laplace(K3, Y3, max_iter=0), ValueError, r"max_iter must be >= 1, got 0"),

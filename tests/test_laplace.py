@@ -2,6 +2,7 @@
 
 import numpy as np
 import pytest
+import statsmodels.api as sm
 from numpy.testing import assert_allclose
 from scipy.special import logsumexp
 
@@ -69,10 +70,30 @@ def test_log_evidence_formula_independently():
     assert_allclose(post.log_evidence, expected, rtol=1e-12)
 
 
-def test_laplace_needs_a_proper_prior():
-    X, y = datasets.two_gaussians(20, seed=1)
-    with pytest.raises(ValueError, match="prior_precision must be > 0"):
+def test_zero_prior_precision_is_maximum_likelihood():
+    """prior_precision=0: the MLE with the classical covariance (statsmodels), and evidence -inf."""
+    X, y, _ = datasets.spector()
+    Xi = add_intercept(X)
+    post = laplace_posterior(Xi, y, 0.0)
+    ref = sm.Logit(y, Xi).fit(disp=0, method="newton", tol=1e-12)
+    assert_allclose(post.mean, ref.params, rtol=1e-7)
+    assert_allclose(post.cov, ref.cov_params(), rtol=1e-6)
+    assert post.log_evidence == -np.inf and "log_evidence=-inf" in repr(post)
+    # the limit: the evidence falls like (d/2) log lambda as lambda -> 0
+    small = [laplace_posterior(Xi, y, lam).log_evidence for lam in (1e-6, 1e-8, 1e-10)]
+    assert_allclose(np.diff(small), 0.5 * Xi.shape[1] * np.log(1e-2), rtol=1e-3)
+
+
+def test_zero_prior_precision_on_separable_data_is_an_error():
+    X, y = datasets.separable(30, seed=2)
+    with pytest.raises(ValueError, match="prior_precision=0 needs the maximum-likelihood estimate.*separable"):
         laplace_posterior(add_intercept(X), y, 0.0)
+
+
+def test_negative_prior_precision_is_an_error():
+    X, y = datasets.two_gaussians(20, seed=1)
+    with pytest.raises(ValueError, match="prior_precision must be >= 0, got -1"):
+        laplace_posterior(add_intercept(X), y, -1.0)
 
 
 def test_repr_is_readable():

@@ -8,7 +8,7 @@ import statsmodels.api as sm
 from numpy.testing import assert_allclose
 from sklearn.linear_model import LogisticRegression
 
-from blrlib import ConvergenceWarning, add_intercept, datasets, gradient, gradient_ascent, hessian, irls
+from blrlib import ConvergenceWarning, add_intercept, datasets, gradient, gradient_ascent, hessian, irls, log_posterior
 from _helpers import make_logistic_data
 
 # Greene, Econometric Analysis (7th ed.), logit model for the Spector & Mazzeo data,
@@ -85,6 +85,49 @@ def test_separable_data_without_prior_stops_with_warning():
     assert not ga.converged and np.all(np.isfinite(ga.w))
 
 
+def quasi_separable():
+    """Classes split at x = 0 except for two tied points there, one of each class."""
+    x = np.r_[np.linspace(-3, -0.1, 15), 0.0, 0.0, np.linspace(0.1, 3, 15)]
+    y = np.r_[np.zeros(15), 0, 1, np.ones(15)].astype(int)
+    return add_intercept(x[:, None]), y
+
+
+def test_quasi_separable_data_without_prior_stops_with_warning():
+    """No finite MLE although no hyperplane separates strictly (quasi-complete separation)."""
+    X, y = quasi_separable()
+    with pytest.warns(ConvergenceWarning, match="quasi-separable.*prior"):
+        fit = irls(X, y)
+    assert not fit.converged and np.all(np.isfinite(fit.w)) and abs(fit.w[1]) > 50
+    with pytest.warns(ConvergenceWarning, match="quasi-separable.*prior"):
+        ga = gradient_ascent(X, y, max_iter=500)
+    assert not ga.converged
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert irls(X, y, prior_precision=0.1).converged
+
+
+def test_binary_feature_that_predicts_one_class_is_quasi_separation(rng):
+    """A dummy that is 1 only for y = 1 drives its own weight to infinity."""
+    x = rng.normal(size=100)
+    y = (rng.random(100) < 0.5).astype(int)
+    dummy = ((y == 1) & (rng.random(100) < 0.3)).astype(float)
+    with pytest.warns(ConvergenceWarning, match="quasi-separable"):
+        fit = irls(add_intercept(np.column_stack([x, dummy])), y)
+    assert not fit.converged and fit.w[2] > 10
+
+
+def test_confident_outlier_is_not_mistaken_for_separation(rng):
+    """A fitted probability within 2e-9 of its label triggers the check, which then clears it."""
+    x = rng.normal(size=200)
+    y = (rng.random(200) < 1 / (1 + np.exp(-2 * x))).astype(int)
+    x[0], y[0] = 40.0, 1
+    X = add_intercept(x[:, None])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        fit = irls(X, y)
+    assert fit.converged and np.max((2 * y - 1) * (X @ fit.w)) > 30
+
+
 def test_separable_data_with_prior_converges():
     X, y = datasets.separable(40, seed=1)
     with warnings.catch_warnings():
@@ -97,7 +140,25 @@ def test_max_iter_reached_warns(rng):
     X, y = make_logistic_data(rng)
     with pytest.warns(ConvergenceWarning, match="max_iter=3"):
         fit = gradient_ascent(X, y, max_iter=3)
-    assert not fit.converged and fit.n_iter == 3 and fit.history.shape == (4,)
+    assert not fit.converged and fit.n_iter == 3 and fit.history.shape == (3,)
+
+
+@pytest.mark.parametrize("optimiser", [irls, gradient_ascent])
+def test_history_holds_the_log_posterior_after_each_iteration(rng, optimiser):
+    """FitResult.history[t - 1] is the log posterior after iteration t (the API contract)."""
+    X, y = make_logistic_data(rng, n=60, d=3)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)  # gradient ascent needs more than 50 steps
+        full = optimiser(X, y, prior_precision=0.5, max_iter=50)
+        assert full.history.shape == (full.n_iter,)
+        for t in (1, 2, 3):
+            partial = optimiser(X, y, prior_precision=0.5, max_iter=t)
+            assert partial.n_iter == t
+            assert_allclose(full.history[t - 1], log_posterior(partial.w, X, y, 0.5), rtol=1e-13)
+    # started at the optimum, gradient ascent takes no step: empty history, no last value in the repr
+    again = gradient_ascent(X, y, 0.5, w0=irls(X, y, 0.5).w, tol=1e-6)
+    assert again.converged and again.n_iter == 0 and again.history.shape == (0,)
+    assert "log_posterior" not in repr(again)
 
 
 def test_too_large_step_is_reported(rng):

@@ -88,6 +88,10 @@ def test_expected_sigmoid_rejects_bad_arguments():
         blrlib.expected_sigmoid(0.0, 1.0, method="mc", rng="seed")
     with pytest.raises(ValueError, match="var must be finite and >= 0"):
         blrlib.probit_kappa(-2.0)
+    with pytest.raises(ValueError, match="mean must be a finite number, got nan"):
+        blrlib.expected_sigmoid(np.nan, 1.0)
+    with pytest.raises(ValueError, match=r"mean must contain only finite numbers, got inf at index \(1,\)"):
+        blrlib.expected_sigmoid([0.0, np.inf], [1.0, 1.0])
 
 
 def test_prediction_rejects_wrong_inputs():
