@@ -1,7 +1,8 @@
 """Data sets used in the book: one real, the rest synthetic and seeded.
 
 Book: ``spector`` in chapter 3; ``two_gaussians`` in chapter 1; ``separable`` in
-chapters 2 and 4; ``two_moons`` and ``circles`` in chapters 7 and 9.
+chapters 2 and 4; ``circles`` in chapter 7; ``two_moons`` in chapter 9 (and the GP
+benchmark).
 
 Every generator takes a ``seed`` (an int or a ``numpy.random.Generator``) and
 returns the same data for the same seed.  Features are returned without the
