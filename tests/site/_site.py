@@ -7,7 +7,7 @@ import sys
 import yaml
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(ROOT / "tools"))
+sys.path.insert(0, str(ROOT / "book" / "_ext" / "tools"))
 
 from coursework import book  # noqa: E402
 

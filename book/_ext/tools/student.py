@@ -1,6 +1,6 @@
 """`make student`: write the student edition of every chapter in _toc.yml to _build/student/.
 
-    python tools/student.py [OUT_DIR] [--root DIR] [--toc _toc.yml]
+    python book/_ext/tools/student.py [OUT_DIR] [--root DIR] [--toc _toc.yml]
 """
 
 import argparse

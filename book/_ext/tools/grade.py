@@ -3,7 +3,7 @@
 Layout: <folder>/<student>/<chapter>.ipynb (a student's copy of the student edition, named like
 the chapter, e.g. submissions/ada/05_laplace.ipynb). Writes <out>/grades.csv (student, chapter,
 exercise, points, max_points, error, notes) and <out>/summary.txt (default out: _build/grades).
-See tools/coursework/grade.py for how cells are restored and scored.
+See book/_ext/tools/coursework/grade.py for how cells are restored and scored.
 """
 
 import argparse

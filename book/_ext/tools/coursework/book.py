@@ -10,7 +10,7 @@ import re
 import nbformat
 import yaml
 
-ROOT = pathlib.Path(__file__).resolve().parents[2]
+ROOT = pathlib.Path(__file__).resolve().parents[4]  # book/_ext/tools/coursework/book.py
 
 EXERCISE_RE = re.compile(r"^(?P<fence>`{3,}|:{3,})\{exercise\}[ \t]*(?P<title>.*)$", re.M)
 LABEL_RE = re.compile(r"^:label:[ \t]*(?P<label>\S+)[ \t]*$", re.M)
