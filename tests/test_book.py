@@ -7,7 +7,7 @@ import sys
 import pytest
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "tools"))
+sys.path.insert(0, str(ROOT / "book" / "_ext" / "tools"))
 from toc_notebooks import toc_files, toc_notebooks  # noqa: E402
 
 import yaml  # noqa: E402
