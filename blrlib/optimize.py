@@ -182,7 +182,8 @@ def gradient_ascent(X, y, prior_precision=0.0, step_size=None, max_iter=10_000, 
         converged = bool(np.max(np.abs(g)) <= tol)
     separable = lam == 0 and _separates(a, y)
     converged = converged and not separable
-    if not converged and lam == 0 and not separable and not diverged and _quasi_separated(X, y):
+    if (not converged and lam == 0 and not separable and not diverged
+            and np.max(_signs(y) * a) > _SUSPICIOUS_MARGIN and _quasi_separated(X, y)):
         separable = "quasi"
     if not converged:
         detail = f" (the iterates overflowed: step_size={eta:g} is too large)" if diverged else ""
@@ -279,9 +280,8 @@ def irls(X, y, prior_precision=0.0, max_iter=100, tol=1e-10, w0=None):
         if decrement <= tol:
             converged = True
             break
-    if lam == 0 and not separable and (not converged or np.max(_signs(y) * a) > _SUSPICIOUS_MARGIN):
-        if _quasi_separated(X, y):  # the decrement vanished while the weights ran off to infinity
-            converged, separable = False, "quasi"
+    if lam == 0 and not separable and np.max(_signs(y) * a) > _SUSPICIOUS_MARGIN and _quasi_separated(X, y):
+        converged, separable = False, "quasi"  # the decrement vanished while the weights ran off to infinity
     if not converged:
         _warn_not_converged("irls", max_iter, separable)
     return FitResult(w=w, n_iter=n_iter, converged=converged, history=np.asarray(history))
