@@ -22,16 +22,6 @@ VARIANCES = [1.0, 10.0, 100.0, 1000.0]
 LENGTHSCALES = [0.3, 1.0, 3.0]
 
 
-@pytest.fixture(scope="module")
-def moons():
-    return datasets.two_moons(80, noise=0.25, seed=4)
-
-
-@pytest.fixture(scope="module")
-def X_test():
-    return np.random.default_rng(7).uniform(-1.5, 2.5, size=(40, 2))
-
-
 def sklearn_fixed(X, y, variance, lengthscale):
     kernel = ConstantKernel(variance, "fixed") * RBF(lengthscale, "fixed")
     return GaussianProcessClassifier(kernel=kernel, optimizer=None).fit(X, y)
@@ -129,14 +119,6 @@ def test_repr_is_readable(moons):
 
 
 # --- large n: Newton steps by preconditioned conjugate gradients -----------------------------
-
-@pytest.fixture(scope="module")
-def big_moons():
-    """Large enough (n >= gp._CG_MIN_N) for the mode search to use conjugate gradients."""
-    X, y = datasets.two_moons(600, noise=0.3, seed=2)
-    assert len(y) >= gp._CG_MIN_N
-    return X, y
-
 
 def exact_only(monkeypatch):
     monkeypatch.setattr(gp, "_CG_MIN_N", 10**9)

@@ -15,30 +15,11 @@ from blrlib import (
     GPCPrediction,
     datasets,
     expected_sigmoid,
-    gp,
     gpc_laplace,
     gpc_log_marginal_likelihood,
     gpc_predict,
     rbf_kernel,
 )
-
-
-@pytest.fixture(scope="module")
-def moons():
-    return datasets.two_moons(80, noise=0.25, seed=4)
-
-
-@pytest.fixture(scope="module")
-def X_test():
-    return np.random.default_rng(7).uniform(-1.5, 2.5, size=(40, 2))
-
-
-@pytest.fixture(scope="module")
-def big_moons():
-    """Large enough (n >= gp._CG_MIN_N) for the mode searches to use conjugate gradients."""
-    X, y = datasets.two_moons(600, noise=0.3, seed=2)
-    assert len(y) >= gp._CG_MIN_N
-    return X, y
 
 
 # --- the estimator ---------------------------------------------------------------------------
