@@ -39,7 +39,7 @@ unit: $(STAMP)
 
 notebooks: $(STAMP)
 	$(BIN)/python -m pytest -o addopts="-p no:cacheprovider" --nbval-lax --nbval-current-env \
-	    $$($(BIN)/python book/_ext/tools/toc_notebooks.py)
+	    $$($(BIN)/python -m coursework.book)
 
 build-strict: $(STAMP)
 	$(BIN)/jupyter-book build . --builder html $(BUILD_OPTS)
@@ -49,11 +49,11 @@ site-test: $(STAMP)
 	BOOK_SITE_REQUIRED=1 $(BIN)/python -m pytest -o addopts="-p no:cacheprovider" tests/site
 
 student: $(STAMP)
-	$(BIN)/python book/_ext/tools/student.py _build/student
+	$(BIN)/python -m coursework.student _build/student
 
 grade: $(STAMP)
 	@test -n "$(SUBMISSIONS)" || { echo "usage: make grade SUBMISSIONS=<folder> (<folder>/<student>/<chapter>.ipynb)"; exit 2; }
-	$(BIN)/python book/_ext/tools/grade.py "$(SUBMISSIONS)" --out _build/grades
+	$(BIN)/python -m coursework.grade "$(SUBMISSIONS)" --out _build/grades
 
 bench: $(STAMP)
 	$(BIN)/python bench/run.py

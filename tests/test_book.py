@@ -2,15 +2,13 @@
 
 import json
 import pathlib
-import sys
 
 import pytest
+import yaml
+
+from coursework.book import toc_files, toc_notebooks
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "book" / "_ext" / "tools"))
-from toc_notebooks import toc_files, toc_notebooks  # noqa: E402
-
-import yaml  # noqa: E402
 
 NOTEBOOKS = sorted((ROOT / "book").glob("*.ipynb"))
 

@@ -19,9 +19,7 @@ import nbformat
 import pytest
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "book" / "_ext" / "tools"))
-
-from coursework import book, grade, runner, student  # noqa: E402
+from coursework import book, grade, runner, student
 
 FIXTURES = ROOT / "tests" / "fixtures"
 FX_A = FIXTURES / "book" / "fx_a_sigmoid.ipynb"
@@ -143,7 +141,7 @@ def test_student_edition_of_a_fixture():
 
 def test_make_student_cli_writes_every_toc_chapter(tmp_path):
     out = tmp_path / "student"
-    subprocess.run([sys.executable, str(ROOT / "book" / "_ext" / "tools" / "student.py"), str(out), "--root", str(FIXTURES)], check=True)
+    subprocess.run([sys.executable, "-m", "coursework.student", str(out), "--root", str(FIXTURES)], check=True)
     assert sorted(p.name for p in out.iterdir()) == ["fx_a_sigmoid.ipynb", "fx_b_gradient.ipynb"]
 
 

@@ -18,16 +18,13 @@ from __future__ import annotations
 
 import pathlib
 import shutil
-import sys
 
 from docutils import nodes
 from docutils.statemachine import StringList
 from sphinx.util import logging
 from sphinx.util.docutils import SphinxDirective
 
-sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent / "tools"))
-
-from coursework import book  # noqa: E402
+from coursework import book
 
 logger = logging.getLogger(__name__)
 

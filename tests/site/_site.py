@@ -2,14 +2,12 @@
 
 import os
 import pathlib
-import sys
 
 import yaml
 
-ROOT = pathlib.Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(ROOT / "book" / "_ext" / "tools"))
+from coursework import book
 
-from coursework import book  # noqa: E402
+ROOT = pathlib.Path(__file__).resolve().parents[2]
 
 HTML = pathlib.Path(os.environ.get("BOOK_HTML", ROOT / "_build" / "html")).resolve()
 TOC = pathlib.Path(os.environ.get("BOOK_TOC", ROOT / "_toc.yml")).resolve()

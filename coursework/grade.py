@@ -1,4 +1,4 @@
-"""Autograde submissions (``make grade SUBMISSIONS=<folder>``).
+"""Autograde submissions (``make grade SUBMISSIONS=<folder>``, ``python -m coursework.grade <folder>``).
 
 Layout of the submissions folder: one sub-folder per student, holding that student's copies of
 the student edition, named like the chapters::
@@ -18,12 +18,14 @@ Writes ``grades.csv`` (student, chapter, exercise, points, max_points, error, no
 
 from __future__ import annotations
 
+import argparse
 import concurrent.futures
 import copy
 import csv
 import dataclasses
 import os
 import pathlib
+import sys
 import tempfile
 
 import nbformat
@@ -236,3 +238,27 @@ def summary(rows, n_notebooks):
         for r in flagged:
             lines.append(f"  {r.student} {r.chapter} {r.exercise}: {r.notes}")
     return "\n".join(lines) + "\n"
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("submissions")
+    ap.add_argument("--out", default=str(book.ROOT / "_build" / "grades"))
+    ap.add_argument("--root", default=str(book.ROOT), help="book root holding the toc and the instructor notebooks")
+    ap.add_argument("--toc", default="_toc.yml")
+    ap.add_argument("--cell-timeout", type=float, default=120.0, help="seconds per cell (default 120)")
+    ap.add_argument("--notebook-timeout", type=float, default=600.0, help="seconds per notebook (default 600)")
+    ap.add_argument("--max-output-bytes", type=int, default=200_000, help="output kept per cell")
+    ap.add_argument("--jobs", type=int, default=None, help="notebooks graded at once")
+    args = ap.parse_args(argv)
+    if not pathlib.Path(args.submissions).is_dir():
+        ap.error(f"not a folder: {args.submissions}")
+    rows, text = grade_folder(args.submissions, args.out, args.root, args.toc, args.cell_timeout,
+                              args.notebook_timeout, args.max_output_bytes, args.jobs)
+    sys.stdout.write(text)
+    print(f"wrote {pathlib.Path(args.out) / 'grades.csv'} ({len(rows)} rows)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -7,5 +7,13 @@ exercise is a markdown cell with an ``{exercise}`` directive and a ``:label:``, 
 
 Modules: :mod:`coursework.book` (reading the toc and the exercises), :mod:`coursework.student`
 (``make student``), :mod:`coursework.runner` (executing one notebook cell by cell in a fresh
-kernel, in its own process) and :mod:`coursework.grade` (``make grade``).
+kernel, in its own process) and :mod:`coursework.grade` (``make grade``).  Installed with
+blrlib (``pip install -e .``), so ``python -m coursework.student`` and ``python -m
+coursework.grade`` work from anywhere, and the book's Sphinx extension imports it.
 """
+
+import sys
+
+# jsonschema (imported by nbformat) compiles rfc3987-syntax's grammar at import, ~5 s of CPU per
+# process; nbformat's schema uses no IRI format, so the coursework processes skip it.
+sys.modules.setdefault("rfc3987_syntax", None)

@@ -1,4 +1,4 @@
-"""The student edition of the chapters (``make student``).
+"""The student edition of the chapters (``make student``, ``python -m coursework.student [OUT_DIR]``).
 
 nbconvert's :class:`~nbconvert.exporters.NotebookExporter` runs, in order:
 
@@ -13,8 +13,10 @@ nbconvert's :class:`~nbconvert.exporters.NotebookExporter` runs, in order:
 
 from __future__ import annotations
 
+import argparse
 import pathlib
 import re
+import sys
 
 import nbformat
 from nbconvert.exporters import NotebookExporter
@@ -85,3 +87,22 @@ def build(out_dir, root=book.ROOT, toc="_toc.yml"):
         nbformat.write(student_notebook(path), str(target))
         written.append(target)
     return written
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description="Write the student edition of every chapter in the toc.")
+    ap.add_argument("out", nargs="?", default=str(book.ROOT / "_build" / "student"))
+    ap.add_argument("--root", default=str(book.ROOT))
+    ap.add_argument("--toc", default="_toc.yml")
+    args = ap.parse_args(argv)
+    written = build(args.out, args.root, args.toc)
+    for p in written:
+        print(f"student edition: {p}")
+    if not written:
+        print("no chapter notebooks found in the toc", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

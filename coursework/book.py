@@ -10,7 +10,7 @@ import re
 import nbformat
 import yaml
 
-ROOT = pathlib.Path(__file__).resolve().parents[4]  # book/_ext/tools/coursework/book.py
+ROOT = pathlib.Path(__file__).resolve().parents[1]  # coursework/book.py
 
 EXERCISE_RE = re.compile(r"^(?P<fence>`{3,}|:{3,})\{exercise\}[ \t]*(?P<title>.*)$", re.M)
 LABEL_RE = re.compile(r"^:label:[ \t]*(?P<label>\S+)[ \t]*$", re.M)
@@ -216,3 +216,18 @@ def estimate_minutes(nb, exs=None):
     code = sum(1 for c in nb.cells if c.cell_type == "code")
     minutes = words / 100 + code + sum(15 if e.coding else 10 for e in exs)
     return 5 * math.ceil(minutes / 5)
+
+
+def main(argv=None):
+    """``python -m coursework.book``: print the notebooks listed in _toc.yml, one path per line."""
+    import sys
+
+    root = pathlib.Path(argv[0] if argv else ROOT)
+    sys.stdout.write("".join(f"{p.relative_to(root)}\n" for p in toc_notebooks(root)))
+    return 0
+
+
+if __name__ == "__main__":
+    import sys
+
+    sys.exit(main(sys.argv[1:]))

@@ -16,11 +16,6 @@ import os
 import sys
 import time
 
-if __name__ == "__main__":
-    # jsonschema (imported by nbformat) compiles rfc3987-syntax's grammar at import, ~5 s of CPU
-    # per process; nbformat's schema uses no IRI format, so the runner processes skip it.
-    sys.modules.setdefault("rfc3987_syntax", None)
-
 import nbformat  # noqa: E402
 from nbclient import NotebookClient  # noqa: E402
 from nbclient.exceptions import CellTimeoutError, DeadKernelError  # noqa: E402
@@ -177,11 +172,11 @@ def run_isolated(path, cell_timeout=60.0, notebook_timeout=600.0, max_output_byt
     import subprocess
     import tempfile
 
-    tools = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     with tempfile.TemporaryDirectory(prefix="cw-run-") as tmp:
         results = os.path.join(tmp, "results.jsonl")
         open(results, "w").close()
-        env = dict(os.environ, PYTHONPATH=tools + os.pathsep + os.environ.get("PYTHONPATH", ""),
+        env = dict(os.environ, PYTHONPATH=root + os.pathsep + os.environ.get("PYTHONPATH", ""),
                    MPLBACKEND="Agg", PYTHONHASHSEED="0")
         cmd = [sys.executable, "-m", "coursework.runner", str(path), results,
                "--cell-timeout", str(cell_timeout), "--notebook-timeout", str(notebook_timeout),
