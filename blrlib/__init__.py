@@ -6,8 +6,11 @@ that define it.  ``blrlib.datasets`` holds the data sets and
 """
 
 from . import datasets
-from .gp import GPCLaplace, GPCPrediction, gpc_laplace, gpc_log_marginal_likelihood, gpc_predict
 from .gp_classifier import GPClassifier
+from .gp_ep import GPCEP, gpc_ep
+from .gp_hyperparameters import gpc_log_marginal_likelihood
+from .gp_laplace import GPCLaplace, gpc_laplace
+from .gp_predict import GPCPrediction, gpc_predict
 from .gp_regression import GPRPosterior, GPRPrediction, gpr_posterior, gpr_predict
 from .kernels import linear_kernel, polynomial_kernel, rbf_kernel
 from .laplace import LaplacePosterior, laplace_posterior
@@ -48,6 +51,7 @@ def __getattr__(name):
 __all__ = [
     "ConvergenceWarning",
     "FitResult",
+    "GPCEP",
     "GPCLaplace",
     "GPCPrediction",
     "GPClassifier",
@@ -57,6 +61,7 @@ __all__ = [
     "add_intercept",
     "datasets",
     "expected_sigmoid",
+    "gpc_ep",
     "gpc_laplace",
     "gpc_log_marginal_likelihood",
     "gpc_predict",
