@@ -6,6 +6,7 @@ that define it.  ``blrlib.datasets`` holds the data sets and
 """
 
 from . import datasets
+from .evidence import EvidenceFit, maximize_evidence
 from .gp import GPCLaplace, GPCPrediction, gpc_laplace, gpc_log_marginal_likelihood, gpc_predict
 from .gp_classifier import GPClassifier
 from .kernels import linear_kernel, polynomial_kernel, rbf_kernel
@@ -46,6 +47,7 @@ def __getattr__(name):
 
 __all__ = [
     "ConvergenceWarning",
+    "EvidenceFit",
     "FitResult",
     "GPCLaplace",
     "GPCPrediction",
@@ -69,6 +71,7 @@ __all__ = [
     "log_posterior",
     "log_sigmoid",
     "logit",
+    "maximize_evidence",
     "polynomial_kernel",
     "predict_mc",
     "predict_plugin",
