@@ -10,15 +10,15 @@ Book: chapter 5.  The Laplace estimate of the log evidence (equation
 depends on :math:`\lambda` directly and through the mode :math:`\mathbf m(\lambda)`
 and the curvature weights :math:`S(\mathbf m)`.  Differentiating the optimality
 condition :math:`X^\top(\mathbf y - \mathbf p) - \lambda \mathbf m = \mathbf 0` gives
-:math:`d\mathbf m / d\lambda = -A^{-1}\mathbf m` (equation ``eq-ch5-dmode``), and with
+:math:`d\mathbf m / d\lambda = -A^{-1}\mathbf m`, and with
 :math:`\Sigma = A^{-1}`, :math:`v_n = \mathbf x_n^\top \Sigma \mathbf x_n` the exact derivative is
 
 .. math:: \frac{d\mathcal L}{d\lambda} = -\frac12 \|\mathbf m\|^2 + \frac{d}{2\lambda}
           - \frac12 \operatorname{tr}\Sigma
           - \frac12 \sum_n v_n\, S_{nn} (1 - 2 p_n)\, \mathbf x_n^\top \frac{d\mathbf m}{d\lambda}
 
-(equation ``eq-ch5-evidence-gradient``; the first term needs no derivative of the
-mode because the gradient of the log posterior vanishes there).  MacKay's fixed
+(the first term needs no derivative of the mode because the gradient of the log
+posterior vanishes there).  MacKay's fixed
 point :math:`\lambda \leftarrow \gamma / \|\mathbf m\|^2`, :math:`\gamma = d - \lambda
 \operatorname{tr}\Sigma`, sets the first three terms to zero and drops the last one,
 the change of the curvature with the mode; :func:`maximize_evidence` keeps it and
@@ -75,7 +75,7 @@ def _evidence_and_gradient(X, y, lam, w0):
     r"""The Laplace log evidence, its exact derivative in :math:`\lambda`, and the posterior.
 
     ``lam`` is a scalar > 0 and ``w0`` the start of the mode search (a warm start).
-    Chapter 5, equations ``eq-ch5-dmode`` and ``eq-ch5-evidence-gradient``.
+    The derivative is the one in the module docstring (chapter 5).
     """
     post = _laplace_at_mode(X, y, lam, _find_mode(X, y, lam, w0))
     m, Sigma = post.mean, post.cov
@@ -101,15 +101,14 @@ def maximize_evidence(X, y, prior_precision=1.0, *, max_iter=100, tol=1e-8):
     r"""The prior precision :math:`\lambda` that maximises the Laplace log evidence.
 
     Searches in :math:`t = \log\lambda` for a zero of the exact derivative
-    :math:`\lambda\, d\mathcal L / d\lambda` (module docstring, equation
-    ``eq-ch5-evidence-gradient``), which accounts for the mode and its curvature
-    moving with :math:`\lambda`.  From the start it steps in the uphill direction
+    :math:`\lambda\, d\mathcal L / d\lambda` (derived in the module docstring),
+    which accounts for the mode and its curvature moving with :math:`\lambda`.  From the start it steps in the uphill direction
     with doubling steps until the derivative changes sign, then narrows the
     bracket by secant steps, falling back to bisection whenever the bracket fails to
     halve in two steps.  Each iteration is one Laplace fit, warm-started at the
     previous mode.
 
-    Book: chapter 5, equations ``eq-laplace-evidence`` and ``eq-ch5-evidence-gradient``.
+    Book: chapter 5, equation ``eq-laplace-evidence`` and the choice of :math:`\lambda`.
 
     Parameters
     ----------
