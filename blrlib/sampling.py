@@ -27,7 +27,6 @@ from dataclasses import dataclass, field
 
 import numpy as np
 from scipy.fft import irfft, next_fast_len, rfft
-from scipy.linalg import cho_factor, cho_solve, solve_triangular
 from scipy.special import expit, gammaln, log_expit, logsumexp, ndtr, ndtri
 from scipy.stats import rankdata
 
