@@ -4,7 +4,7 @@
    which Sphinx copies from the *unexecuted* source.  This copies the executed notebook that
    MyST-NB wrote to ``<build>/jupyter_execute/<doc>.ipynb`` over it, so a reader who downloads a
    chapter gets its outputs and figures.  It also writes ``NOTEBOOK_ARCHIVE`` (every executed
-   chapter in one zip, linked from the intro page) and copies the whole-book PDF of ``make pdf``
+   chapter in one zip, linked from the intro page by the role ``{notebook-archive}`text```) and copies the whole-book PDF of ``make pdf``
    (``<build>/latex/book.pdf``) to ``BOOK_PDF`` when it exists.
 2. Directives for the instructor page, generated from the chapters at build time:
    ``{coursework-chapters}`` (title, estimated time, learning goals of every chapter) and
@@ -36,6 +36,7 @@ from docutils import nodes
 from docutils.statemachine import StringList
 from sphinx.util import logging
 from sphinx.util.docutils import SphinxDirective
+from sphinx.util.osutil import relative_uri
 
 from coursework import book
 
@@ -157,6 +158,19 @@ def write_notebook_archive(path, notebooks):
             zf.writestr(info, pathlib.Path(src).read_bytes())
 
 
+def notebook_archive_role(name, rawtext, text, lineno, inliner, options=None, content=()):
+    """``{notebook-archive}`text``` links ``text`` to the archive of executed notebooks."""
+    env = inliner.document.settings.env
+    builder = env.app.builder
+    try:
+        here = builder.get_target_uri(env.docname)
+    except Exception:                                  # builders without page URIs (LaTeX)
+        here = env.docname + ".html"
+    uri = relative_uri(here, NOTEBOOK_ARCHIVE)
+    node = nodes.reference(rawtext, text, refuri=uri, classes=["notebook-archive"])
+    return [node], []
+
+
 def fix_page_scripts(app, pagename, templatename, context, doctree):
     scripts, seen, unique = context.get("script_files") or [], set(), []
     for js in scripts:
@@ -256,6 +270,7 @@ def setup(app):
     app.connect("autodoc-process-docstring", link_equation_labels)
     app.connect("html-page-context", fix_page_scripts, priority=900)
     app.connect("html-page-context", add_book_pdf_button, priority=900)
+    app.add_role("notebook-archive", notebook_archive_role)
     app.add_directive("coursework-chapters", CourseworkChapters)
     app.add_directive("coursework-points", CourseworkPoints)
     app.connect("build-finished", copy_executed_notebooks)
