@@ -287,3 +287,10 @@ def test_download_menu_offers_the_book_pdf(html_dir, doc):
     links = [a["href"] for a in _soup(html_dir, doc).find_all("a", href=True) if a["href"].endswith(BOOK_PDF)]
     assert links, f"{doc}: no link to the whole-book PDF in the download menu"
     assert ((html_dir / doc).parent / links[0]).resolve() == (html_dir / BOOK_PDF).resolve()
+
+
+@pytest.mark.parametrize("doc", PAGES)
+def test_one_search_field(html_dir, doc):
+    """The sidebar's search field only: no second, empty one in a header bar above the page."""
+    fields = _soup(html_dir, doc).select(".search-button-field")
+    assert len(fields) == 1, f"{doc}: {len(fields)} search fields"
