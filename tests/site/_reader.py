@@ -118,12 +118,18 @@ READER_JS_1280 = "async () => {" + _COMMON_JS + r"""
     const ch = chapters[url.pathname];
     const text = (a.textContent || '').replace(/\s+/g, ' ').trim();
     if (!ch || url.hash || text !== ch.title) continue;
+    // the text before the link in its sentence's block; a link that opens a list item or a
+    // table cell is a heading of that item and reads
+    const item = a.closest('li, td, th');
     const box = a.closest('p, li, td, th, dt, dd, figcaption, caption, h1, h2, h3, h4') || a.parentElement;
-    const range = document.createRange();
-    range.setStart(box, 0);
-    range.setEndBefore(a);
-    const before = range.toString().replace(/\s+/g, ' ');
-    if (!before.trim() && ['LI', 'TD', 'TH'].includes(box.tagName)) continue;
+    const textBefore = (el) => {
+      const range = document.createRange();
+      range.setStart(el, 0);
+      range.setEndBefore(a);
+      return range.toString().replace(/\s+/g, ' ');
+    };
+    const before = textBefore(box);
+    if (item && !textBefore(item).trim()) continue;
     if (new RegExp(`(^|\\D)${ch.num}\\s*\\(\\s*$`).test(before)) continue;
     out.bare_titles.push(`"...${before.slice(-30)}[${text}]" (chapter ${ch.num})`);
   }

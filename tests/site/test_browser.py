@@ -62,7 +62,7 @@ def _is_local(url, base):
 class Visit:
     """One page opened in a fresh browser context, with what it requested and logged."""
 
-    def __init__(self, browser, server, path, dark=False, width=1280):
+    def __init__(self, browser, server, path, dark=False, width=1280, idle=True):
         self.context = browser.new_context(viewport={"width": width, "height": 1000})
         if dark:
             self.context.add_init_script("localStorage.setItem('theme', 'dark'); localStorage.setItem('mode', 'dark');")
@@ -74,7 +74,8 @@ class Visit:
         self.page.on("requestfailed", lambda r: self.failed.append(f"{r.url} ({r.failure})"))
         self.page.on("response", lambda r: r.status >= 400 and self.failed.append(f"{r.url} (HTTP {r.status})"))
         self.page.goto(f"{server}/{path}", wait_until="load")
-        self.page.wait_for_load_state("networkidle")
+        if idle:
+            self.page.wait_for_load_state("networkidle")
 
     def _route(self, server):
         def handle(route):
@@ -126,7 +127,7 @@ def visits(browser, server, screenshots):
             found[doc]["print"] = v.page.evaluate(_reader.READER_JS_PRINT)
         finally:
             v.close()
-        v = Visit(browser, server, f"{doc}.html", width=390)
+        v = Visit(browser, server, f"{doc}.html", width=390, idle=False)
         try:
             v.page.evaluate(WAIT_MATHJAX_JS)
             v.page.screenshot(path=str(screenshots / f"{name}-390.png"), full_page=True)
