@@ -10,11 +10,12 @@ BUILD_OPTS ?= -W -n --keep-going
 export PYTHONHASHSEED := 0
 export PATH := $(CURDIR)/$(BIN):$(PATH)
 
-.PHONY: help book test unit notebooks build-strict site-test student grade bench lab pdf pdf-test clean python-check
+.PHONY: help book test unit notebooks build-strict site-test screenshots student grade bench lab pdf pdf-test clean python-check
 
 help:
 	@echo "make book    build the website into _build/html"
 	@echo "make test    unit tests + doctests, every notebook (nbval), strict book build, browser test"
+	@echo "make screenshots  whole-page screenshots of every page at 1280 and 390 px (_build/screenshots/)"
 	@echo "make student the student edition of every chapter, in _build/student/"
 	@echo "make grade SUBMISSIONS=<folder>   autograde <folder>/<student>/<chapter>.ipynb"
 	@echo "make bench   benchmarks against statsmodels and scikit-learn"
@@ -58,6 +59,12 @@ build-strict: $(STAMP)
 # the built site in headless Chromium + checks of the HTML (after build-strict; tests/site)
 site-test: $(STAMP)
 	BOOK_SITE_REQUIRED=1 $(BIN)/python -m pytest -o addopts="-p no:cacheprovider" tests/site
+
+# whole-page screenshots of every page at 1280 and 390 px in _build/screenshots/ (after make book)
+screenshots: $(STAMP)
+	# the screenshots are written whatever the checks find (make site-test reports those)
+	-BOOK_SCREENSHOTS=full BOOK_SITE_REQUIRED=1 $(BIN)/python -m pytest -o addopts="-p no:cacheprovider" \
+	    tests/site/test_browser.py -k "test_favicon" -q
 
 student: $(STAMP)
 	$(BIN)/python -m coursework.student _build/student
