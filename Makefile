@@ -76,13 +76,18 @@ grade: $(STAMP)
 bench: $(STAMP)
 	$(BIN)/python bench/run.py
 
-# JupyterLab opens the student edition (answers removed) unless BOOK=1; as root it needs --allow-root
+# JupyterLab opens the student edition (answers removed, in _build/student, where students work)
+# unless BOOK=1 (the book's notebooks, with solutions); as root it needs --allow-root
 LAB_ROOT := $(if $(filter 0,$(shell id -u)),--allow-root,)
 lab: $(STAMP)
 ifeq ($(BOOK),1)
 	$(BIN)/jupyter lab $(LAB_ROOT) $(LAB_OPTS) book
 else
-	$(BIN)/python -m coursework.student _build/student
+	@# a student's notebooks in _build/student are kept: only chapters not there yet are added
+	@rm -rf _build/.student-fresh && $(BIN)/python -m coursework.student _build/.student-fresh >/dev/null
+	@mkdir -p _build/student && for f in _build/.student-fresh/*.ipynb; do \
+	    if [ -e "_build/student/$${f##*/}" ]; then echo "kept   _build/student/$${f##*/} (make student rewrites it)"; \
+	    else cp "$$f" _build/student/ && echo "added  _build/student/$${f##*/}"; fi; done; rm -rf _build/.student-fresh
 	$(BIN)/jupyter lab $(LAB_ROOT) $(LAB_OPTS) _build/student
 endif
 
