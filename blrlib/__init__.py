@@ -8,6 +8,7 @@ that define it.  ``blrlib.datasets`` holds the data sets and
 from . import datasets
 from .gp import GPCLaplace, GPCPrediction, gpc_laplace, gpc_log_marginal_likelihood, gpc_predict
 from .gp_classifier import GPClassifier
+from .gp_regression import GPRPosterior, GPRPrediction, gpr_posterior, gpr_predict
 from .kernels import linear_kernel, polynomial_kernel, rbf_kernel
 from .laplace import LaplacePosterior, laplace_posterior
 from .logistic import (
@@ -50,6 +51,8 @@ __all__ = [
     "GPCLaplace",
     "GPCPrediction",
     "GPClassifier",
+    "GPRPosterior",
+    "GPRPrediction",
     "LaplacePosterior",
     "add_intercept",
     "datasets",
@@ -57,6 +60,8 @@ __all__ = [
     "gpc_laplace",
     "gpc_log_marginal_likelihood",
     "gpc_predict",
+    "gpr_posterior",
+    "gpr_predict",
     "gradient",
     "gradient_ascent",
     "hessian",

@@ -19,6 +19,7 @@ __all__ = [
     "as_targets",
     "as_kernel_matrix",
     "as_matrix_pair",
+    "as_test_kernels",
     "check_int",
     "as_rng",
 ]
@@ -233,3 +234,20 @@ def as_matrix_pair(X1, X2, names=("X1", "X2")):
             f"got {X1.shape[1]} and {X2.shape[1]}"
         )
     return X1, X2
+
+
+def as_test_kernels(K_star, k_star_star, n):
+    """Validate the kernel values of m test points against ``n`` training points.
+
+    ``K_star`` (m, n) holds k(x*_i, x_j), ``k_star_star`` (m,) the prior variances
+    k(x*_i, x*_i) >= 0.
+    """
+    K_star = as_matrix(K_star, "K_star")
+    if K_star.shape[1] != n:
+        raise ValueError(
+            f"K_star must have shape (m, {n}) (test points x {n} training points), got shape {K_star.shape}"
+        )
+    k_star_star = as_vector(k_star_star, "k_star_star", length=K_star.shape[0])
+    if np.any(k_star_star < 0):
+        raise ValueError(f"k_star_star must be >= 0 (prior variances), got {k_star_star.min():g}")
+    return K_star, k_star_star
