@@ -6,6 +6,7 @@ that define it.  ``blrlib.datasets`` holds the data sets and
 """
 
 from . import datasets
+from .evidence import EvidenceFit, maximize_evidence
 from .gp import GPCLaplace, GPCPrediction, gpc_laplace, gpc_log_marginal_likelihood, gpc_predict
 from .gp_classifier import GPClassifier
 from .gp_regression import GPRPosterior, GPRPrediction, gpr_posterior, gpr_predict
@@ -47,6 +48,7 @@ def __getattr__(name):
 
 __all__ = [
     "ConvergenceWarning",
+    "EvidenceFit",
     "FitResult",
     "GPCLaplace",
     "GPCPrediction",
@@ -74,6 +76,7 @@ __all__ = [
     "log_posterior",
     "log_sigmoid",
     "logit",
+    "maximize_evidence",
     "polynomial_kernel",
     "predict_mc",
     "predict_plugin",
