@@ -33,6 +33,15 @@ from .predictive import (
     probit_kappa,
 )
 from .ridge import kernel_ridge, ridge_primal
+from .sampling import (
+    PosteriorSamples,
+    effective_sample_size,
+    gibbs_logistic,
+    log_evidence_is,
+    predict_samples,
+    sample_polya_gamma,
+    split_rhat,
+)
 
 __version__ = "0.1.0"
 
@@ -56,8 +65,10 @@ __all__ = [
     "GPRPosterior",
     "GPRPrediction",
     "LaplacePosterior",
+    "PosteriorSamples",
     "add_intercept",
     "datasets",
+    "effective_sample_size",
     "expected_sigmoid",
     "gpc_laplace",
     "gpc_log_marginal_likelihood",
@@ -65,6 +76,7 @@ __all__ = [
     "gpr_posterior",
     "gpr_predict",
     "gradient",
+    "gibbs_logistic",
     "gradient_ascent",
     "hessian",
     "irls",
@@ -72,6 +84,7 @@ __all__ = [
     "laplace_posterior",
     "latent_moments",
     "linear_kernel",
+    "log_evidence_is",
     "log_likelihood",
     "log_posterior",
     "log_sigmoid",
@@ -82,8 +95,11 @@ __all__ = [
     "predict_plugin",
     "predict_probit",
     "predict_quadrature",
+    "predict_samples",
     "probit_kappa",
     "rbf_kernel",
     "ridge_primal",
+    "sample_polya_gamma",
     "sigmoid",
+    "split_rhat",
 ]
