@@ -97,7 +97,9 @@ READER_JS_1280 = "async () => {" + _COMMON_JS + r"""
   out.figures = art.querySelectorAll('img').length;
   // visible text without code and typeset math
   const copy = art.cloneNode(true);
-  copy.querySelectorAll('pre, code, .highlight, mjx-container, script, style, .cell_input, .cell_output, .eqno').forEach(e => e.remove());
+  // blocks go; inline math and code leave a placeholder, so that "and $x$ and" is no doubled word
+  copy.querySelectorAll('pre, .highlight, script, style, .cell_input, .cell_output, .eqno').forEach(e => e.remove());
+  copy.querySelectorAll('mjx-container, code').forEach(e => e.replaceWith(document.createTextNode(' \u27e8\u00b7\u27e9 ')));
   document.body.appendChild(copy);
   const text = copy.innerText;
   copy.remove();
@@ -118,12 +120,18 @@ READER_JS_1280 = "async () => {" + _COMMON_JS + r"""
     const ch = chapters[url.pathname];
     const text = (a.textContent || '').replace(/\s+/g, ' ').trim();
     if (!ch || url.hash || text !== ch.title) continue;
+    // the text before the link in its sentence's block; a link that opens a list item or a
+    // table cell is a heading of that item and reads
+    const item = a.closest('li, td, th');
     const box = a.closest('p, li, td, th, dt, dd, figcaption, caption, h1, h2, h3, h4') || a.parentElement;
-    const range = document.createRange();
-    range.setStart(box, 0);
-    range.setEndBefore(a);
-    const before = range.toString().replace(/\s+/g, ' ');
-    if (!before.trim() && ['LI', 'TD', 'TH'].includes(box.tagName)) continue;
+    const textBefore = (el) => {
+      const range = document.createRange();
+      range.setStart(el, 0);
+      range.setEndBefore(a);
+      return range.toString().replace(/\s+/g, ' ');
+    };
+    const before = textBefore(box);
+    if (item && !textBefore(item).trim()) continue;
     if (new RegExp(`(^|\\D)${ch.num}\\s*\\(\\s*$`).test(before)) continue;
     out.bare_titles.push(`"...${before.slice(-30)}[${text}]" (chapter ${ch.num})`);
   }
