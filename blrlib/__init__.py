@@ -6,6 +6,7 @@ that define it.  ``blrlib.datasets`` holds the data sets and
 """
 
 from . import datasets
+from .evidence import EvidenceFit, maximize_evidence
 from .gp_classifier import GPClassifier
 from .gp_ep import GPCEP, gpc_ep
 from .gp_hyperparameters import gpc_log_marginal_likelihood
@@ -35,6 +36,15 @@ from .predictive import (
     probit_kappa,
 )
 from .ridge import kernel_ridge, ridge_primal
+from .sampling import (
+    PosteriorSamples,
+    effective_sample_size,
+    gibbs_logistic,
+    log_evidence_is,
+    predict_samples,
+    sample_polya_gamma,
+    split_rhat,
+)
 
 __version__ = "0.1.0"
 
@@ -50,6 +60,7 @@ def __getattr__(name):
 
 __all__ = [
     "ConvergenceWarning",
+    "EvidenceFit",
     "FitResult",
     "GPCEP",
     "GPCLaplace",
@@ -58,8 +69,10 @@ __all__ = [
     "GPRPosterior",
     "GPRPrediction",
     "LaplacePosterior",
+    "PosteriorSamples",
     "add_intercept",
     "datasets",
+    "effective_sample_size",
     "expected_sigmoid",
     "gpc_ep",
     "gpc_laplace",
@@ -68,6 +81,7 @@ __all__ = [
     "gpr_posterior",
     "gpr_predict",
     "gradient",
+    "gibbs_logistic",
     "gradient_ascent",
     "hessian",
     "irls",
@@ -75,17 +89,22 @@ __all__ = [
     "laplace_posterior",
     "latent_moments",
     "linear_kernel",
+    "log_evidence_is",
     "log_likelihood",
     "log_posterior",
     "log_sigmoid",
     "logit",
+    "maximize_evidence",
     "polynomial_kernel",
     "predict_mc",
     "predict_plugin",
     "predict_probit",
     "predict_quadrature",
+    "predict_samples",
     "probit_kappa",
     "rbf_kernel",
     "ridge_primal",
+    "sample_polya_gamma",
     "sigmoid",
+    "split_rhat",
 ]
