@@ -8,6 +8,7 @@ that define it.  ``blrlib.datasets`` holds the data sets and
 from . import datasets
 from .evidence import EvidenceFit, maximize_evidence
 from .gp_classifier import GPClassifier
+from .gp_elliptical import GPCSamples, gpc_elliptical_slice, gpc_predict_samples
 from .gp_ep import GPCEP, gpc_ep
 from .gp_hyperparameters import gpc_log_marginal_likelihood
 from .gp_laplace import GPCLaplace, gpc_laplace
@@ -65,6 +66,7 @@ __all__ = [
     "GPCEP",
     "GPCLaplace",
     "GPCPrediction",
+    "GPCSamples",
     "GPClassifier",
     "GPRPosterior",
     "GPRPrediction",
@@ -74,10 +76,12 @@ __all__ = [
     "datasets",
     "effective_sample_size",
     "expected_sigmoid",
+    "gpc_elliptical_slice",
     "gpc_ep",
     "gpc_laplace",
     "gpc_log_marginal_likelihood",
     "gpc_predict",
+    "gpc_predict_samples",
     "gpr_posterior",
     "gpr_predict",
     "gradient",
