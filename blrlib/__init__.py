@@ -6,6 +6,7 @@ that define it.  ``blrlib.datasets`` holds the data sets and
 """
 
 from . import datasets
+from .evidence import EvidenceFit, maximize_evidence
 from .gp import GPCLaplace, GPCPrediction, gpc_laplace, gpc_log_marginal_likelihood, gpc_predict
 from .gp_classifier import GPClassifier
 from .gp_regression import GPRPosterior, GPRPrediction, gpr_posterior, gpr_predict
@@ -32,6 +33,15 @@ from .predictive import (
     probit_kappa,
 )
 from .ridge import kernel_ridge, ridge_primal
+from .sampling import (
+    PosteriorSamples,
+    effective_sample_size,
+    gibbs_logistic,
+    log_evidence_is,
+    predict_samples,
+    sample_polya_gamma,
+    split_rhat,
+)
 
 __version__ = "0.1.0"
 
@@ -47,6 +57,7 @@ def __getattr__(name):
 
 __all__ = [
     "ConvergenceWarning",
+    "EvidenceFit",
     "FitResult",
     "GPCLaplace",
     "GPCPrediction",
@@ -54,8 +65,10 @@ __all__ = [
     "GPRPosterior",
     "GPRPrediction",
     "LaplacePosterior",
+    "PosteriorSamples",
     "add_intercept",
     "datasets",
+    "effective_sample_size",
     "expected_sigmoid",
     "gpc_laplace",
     "gpc_log_marginal_likelihood",
@@ -63,6 +76,7 @@ __all__ = [
     "gpr_posterior",
     "gpr_predict",
     "gradient",
+    "gibbs_logistic",
     "gradient_ascent",
     "hessian",
     "irls",
@@ -70,17 +84,22 @@ __all__ = [
     "laplace_posterior",
     "latent_moments",
     "linear_kernel",
+    "log_evidence_is",
     "log_likelihood",
     "log_posterior",
     "log_sigmoid",
     "logit",
+    "maximize_evidence",
     "polynomial_kernel",
     "predict_mc",
     "predict_plugin",
     "predict_probit",
     "predict_quadrature",
+    "predict_samples",
     "probit_kappa",
     "rbf_kernel",
     "ridge_primal",
+    "sample_polya_gamma",
     "sigmoid",
+    "split_rhat",
 ]

@@ -1,8 +1,19 @@
-"""Input checks for blrlib's public functions, kept in one place.
+"""Input checks for blrlib's public functions.
 
-Every public entry point validates its arguments here and nowhere else, so that
-bad input meets the same clear message wherever it enters: the message names
-what was expected and what arrived.  Internal helpers trust their inputs.
+The checks that more than one entry point needs live here: arrays and their shapes,
+labels, weight vectors, scalars and per-weight prior precisions, probabilities,
+integers, callbacks, random generators and kernel matrices.  Public functions call
+them before any computation, so that bad input meets the same clear message wherever
+it enters; the message names what was expected and what arrived.  Internal helpers
+trust their inputs.
+
+Two kinds of error are raised elsewhere, in the same style: conditions that only
+the computation can discover (a singular matrix met while solving, as in
+:func:`~blrlib.irls` or :func:`~blrlib.ridge_primal`; a posterior mode that does not
+exist, as in :func:`~blrlib.laplace_posterior`), and checks of one function's own
+options (a ``method`` name, the type of a fitted result, the shape of ``cov`` in
+:func:`~blrlib.datasets.two_gaussians`, the hyperparameter bounds of
+:class:`~blrlib.GPClassifier`).
 """
 
 import numbers
@@ -22,6 +33,9 @@ __all__ = [
     "as_test_kernels",
     "check_int",
     "as_rng",
+    "as_prior_precision",
+    "as_probabilities",
+    "as_callback",
 ]
 
 
@@ -151,6 +165,49 @@ def check_positive(value, name):
     if value <= 0:
         raise ValueError(f"{name} must be > 0, got {value:g}")
     return value
+
+
+def as_prior_precision(value, d, name="prior_precision"):
+    r"""Return the prior precision as a float >= 0, or as a length-``d`` array of entries >= 0.
+
+    A scalar :math:`\lambda` is the prior :math:`\mathcal N(0, \lambda^{-1} I)`; a vector
+    :math:`(\lambda_1, \dots, \lambda_d)` is :math:`\mathcal N(0, \Lambda^{-1})` with
+    :math:`\Lambda = \operatorname{diag}(\lambda_j)`, one precision per column of ``X``.
+    A zero entry puts a flat prior on its weight.  A vector comes back as a read-only copy.
+    """
+    if np.ndim(value) == 0:
+        return check_nonnegative(value, name)
+    arr = _as_float_array(value, name)
+    if arr.ndim != 1:
+        raise ValueError(
+            f"{name} must be a number or a 1-D array of {d} per-weight precisions, "
+            f"got ndim={arr.ndim} and shape {arr.shape}"
+        )
+    if arr.shape[0] != d:
+        raise ValueError(f"{name} has length {arr.shape[0]} but X has {d} columns; give one precision per column")
+    _check_finite(arr, name)
+    if np.any(arr < 0):
+        j = int(np.argmax(arr < 0))
+        raise ValueError(f"{name} must be >= 0 in every entry, got {arr[j]:g} at index {j}")
+    arr = arr.copy()
+    arr.flags.writeable = False
+    return arr
+
+
+def as_probabilities(p, name="p"):
+    """Return ``p`` as a float array (0-d for a scalar) of values in [0, 1]."""
+    arr = _as_float_array(p, name)
+    bad = np.isnan(arr) | (arr < 0) | (arr > 1)
+    if np.any(bad):
+        raise ValueError(f"{name} must hold probabilities in [0, 1], got {arr[bad].ravel()[0]}")
+    return arr
+
+
+def as_callback(callback, name="callback"):
+    """Return ``callback`` unchanged if it is None or callable, else raise a TypeError."""
+    if callback is not None and not callable(callback):
+        raise TypeError(f"{name} must be a function callback(w, t) or None, got {type(callback).__name__}")
+    return callback
 
 
 def check_int(value, name, minimum=1):

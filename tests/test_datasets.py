@@ -22,7 +22,8 @@ def test_generators_are_seeded_and_labelled_01(make):
     X1, y1 = make(50, seed=4)
     X2, y2 = make(50, seed=4)
     X3, _ = make(50, seed=5)
-    assert_array_equal(X1, X2) and assert_array_equal(y1, y2)
+    assert_array_equal(X1, X2)
+    assert_array_equal(y1, y2)
     assert not np.array_equal(X1, X3)
     assert X1.shape[0] == 50 and set(np.unique(y1)) == {0.0, 1.0}
 
