@@ -97,7 +97,9 @@ READER_JS_1280 = "async () => {" + _COMMON_JS + r"""
   out.figures = art.querySelectorAll('img').length;
   // visible text without code and typeset math
   const copy = art.cloneNode(true);
-  copy.querySelectorAll('pre, code, .highlight, mjx-container, script, style, .cell_input, .cell_output, .eqno').forEach(e => e.remove());
+  // blocks go; inline math and code leave a placeholder, so that "and $x$ and" is no doubled word
+  copy.querySelectorAll('pre, .highlight, script, style, .cell_input, .cell_output, .eqno').forEach(e => e.remove());
+  copy.querySelectorAll('mjx-container, code').forEach(e => e.replaceWith(document.createTextNode(' \u27e8\u00b7\u27e9 ')));
   document.body.appendChild(copy);
   const text = copy.innerText;
   copy.remove();

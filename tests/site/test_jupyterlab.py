@@ -33,17 +33,19 @@ from _site import NOTEBOOK_PAGES, ROOT
 # visible text of the rendered markdown, without typeset math and code
 RENDERED_JS = r"""async (path) => {
   const app = window.jupyterapp;
+  const t0 = performance.now();
   const widget = await app.commands.execute('docmanager:open', {path, factory: 'Notebook'});
   await widget.context.ready;
   await widget.revealed;
+  const tReady = performance.now();
   const node = widget.content.node;
   const cells = widget.content.widgets.filter(c => c.model.type === 'markdown');
   for (let i = 0; i < 200; i++) {
     if (cells.every(c => c.rendered && c.node.querySelector('.myst'))) break;
     await new Promise(r => setTimeout(r, 100));
   }
-  await new Promise(r => setTimeout(r, 500));
-  const out = {markdown: cells.length, rendered: 0, raw: [], katex_errors: [], myst_errors: [], display_math: 0};
+  const out = {markdown: cells.length, rendered: 0, raw: [], katex_errors: [], myst_errors: [], display_math: 0,
+               ready_s: Math.round(tReady - t0) / 1000, rendered_s: Math.round(performance.now() - tReady) / 1000};
   for (const c of cells) {
     const m = c.node.querySelector('.myst');
     if (!m) { out.raw.push('not rendered by MyST: ' + c.model.sharedModel.getSource().slice(0, 60)); continue; }
