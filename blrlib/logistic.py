@@ -1,7 +1,7 @@
 r"""The logistic model: the sigmoid, the log-likelihood and its derivatives.
 
-Book: chapters 1 (the sigmoid and the logit), 2 (likelihood and gradient),
-3 (Hessian) and 4 (the Gaussian prior).
+Book: chapters 1 (the sigmoid and the logit), 2 (likelihood, gradient and Hessian),
+3 (Newton's method, which uses the Hessian) and 4 (the Gaussian prior).
 
 Labels are :math:`y_n \in \{0, 1\}`.  The likelihood is written with the signs
 :math:`s_n = 2 y_n - 1 \in \{-1, +1\}`, so that
@@ -271,7 +271,7 @@ def hessian(w, X, y, prior_precision=0.0):
     is one weighted pass over the rows.  The Hessian does not depend on ``y``
     (which is still validated, so the signature matches :func:`gradient`).
 
-    Book: chapter 3, equation ``eq-hessian`` (and ``eq-map-hessian`` in chapter 4).
+    Book: chapter 2, equation ``eq-hessian`` (and ``eq-map-hessian`` in chapter 4).
 
     Returns
     -------

@@ -34,7 +34,8 @@ import zipfile
 
 from docutils import nodes
 from docutils.statemachine import StringList
-from sphinx.util import logging
+from sphinx.util import logging, texescape
+from sphinx.transforms.post_transforms import SphinxPostTransform
 from sphinx.util.docutils import SphinxDirective
 from sphinx.util.osutil import relative_uri
 
@@ -216,6 +217,27 @@ def link_equation_labels(app, what, name, obj, options, lines):
         lines[i] = EQ_LABEL_RE.sub(r":eq:`\1`", line)
 
 
+# --------------------------------------------------------------- PDF: references to exercises
+
+class LatexExerciseReferences(SphinxPostTransform):
+    """In the PDF, a reference to an exercise of another page (the instructor page's table)
+    points at the label sphinx-exercise writes (``exercise:<label>``); Sphinx's own
+    ``docname:label`` is never defined there, and LaTeX would print "??"."""
+
+    default_priority = 30          # after the references are resolved (10) and sphinx-exercise (22)
+    formats = ("latex",)
+
+    def run(self, **kwargs):
+        registry = getattr(self.env, "sphinx_exercise_registry", {})
+        for node in list(self.document.findall(nodes.reference)):
+            uri = node.get("refuri", "")
+            label = uri.split("#", 1)[1] if uri.startswith("%") and "#" in uri else None
+            if not label or label not in registry or "exercise" not in type(registry[label].get("node")).__name__:
+                continue
+            text = texescape.escape(node.astext(), self.config.latex_engine)
+            node.replace_self(nodes.raw("", f"\\hyperref[exercise:{label}]{{{text}}}", format="latex"))
+
+
 # --------------------------------------------------------------- bibliography: author-year
 
 def _register_author_year_style():
@@ -271,6 +293,7 @@ def setup(app):
     app.connect("html-page-context", fix_page_scripts, priority=900)
     app.connect("html-page-context", add_book_pdf_button, priority=900)
     app.add_role("notebook-archive", notebook_archive_role)
+    app.add_post_transform(LatexExerciseReferences)
     app.add_directive("coursework-chapters", CourseworkChapters)
     app.add_directive("coursework-points", CourseworkPoints)
     app.connect("build-finished", copy_executed_notebooks)

@@ -102,7 +102,9 @@ def visits(browser, server, screenshots):
         v = Visit(browser, server, f"{doc}.html")
         try:
             mathjax = v.page.evaluate(WAIT_MATHJAX_JS)
-            # the screenshot before the image check scrolls (scrolling up reveals the theme's header)
+            # the screenshot before the image check scrolls (scrolling up reveals the theme's header);
+            # the theme scrolls the sidebar's current entry into view, which can move the page
+            v.page.evaluate("window.scrollTo(0, 0)")
             v.page.screenshot(path=str(screenshots / f"{name}-1280.png"), full_page=FULL_PAGE)
             images = v.page.evaluate(IMAGES_JS)
             v.page.wait_for_load_state("networkidle")
@@ -131,6 +133,7 @@ def visits(browser, server, screenshots):
         v = Visit(browser, server, f"{doc}.html", width=390, idle=False)
         try:
             v.page.evaluate(WAIT_MATHJAX_JS)
+            v.page.evaluate("window.scrollTo(0, 0)")
             v.page.screenshot(path=str(screenshots / f"{name}-390.png"), full_page=FULL_PAGE)
             found[doc]["w390"] = v.page.evaluate(_reader.READER_JS_390)
         finally:

@@ -122,3 +122,11 @@ def test_the_website_serves_this_pdf(pdf):
         pytest.skip(f"no website at {HTML}")
     assert SITE_PDF.exists(), f"{SITE_PDF} missing: `make pdf` copies the PDF beside the website"
     assert SITE_PDF.read_bytes() == pdf.read_bytes(), "the website serves a different PDF than the one built"
+
+
+def test_no_unresolved_references(pdf, text):
+    """LaTeX prints "??" for a reference it cannot resolve (e.g. to an exercise of another page)."""
+    log = PDF.with_suffix(".log")
+    undefined = sorted(set(re.findall(r"Reference `([^']+)' on page", log.read_text(errors="replace")))) if log.exists() else []
+    assert "??" not in text and not undefined, \
+        f"{text.count('??')} unresolved references in the PDF; the last LaTeX run reports: {undefined[:10]}"
