@@ -22,7 +22,7 @@
    shows the equation number, linked.
 6. The bibliography: a pybtex style ``book_author_year`` whose labels are author-year ("Bishop
    2006", "Rasmussen and Williams 2006", "Polson et al. 2013"), sorted by author and year, the
-   same form as the author-year citations in the text.
+   same form as the author-year citations in the text; TeX math in an entry is typeset.
 """
 
 from __future__ import annotations
@@ -240,6 +240,39 @@ class LatexExerciseReferences(SphinxPostTransform):
 
 # --------------------------------------------------------------- bibliography: author-year
 
+MATH_IN_TEXT_RE = re.compile(r"\$([^$]+)\$")
+
+
+class BibliographyMath(SphinxPostTransform):
+    """TeX math in a bibliography entry (a title such as "an improved $\\widehat R$") becomes a
+    math node, typeset like the text's math instead of printed as raw TeX.  The entries are made
+    by sphinxcontrib-bibtex's post-transform, after Sphinx decided which pages need MathJax, so
+    MathJax is loaded on every page (``set_html_assets_policy("always")`` in ``setup``)."""
+
+    default_priority = 20          # after sphinxcontrib-bibtex fills the bibliography (5)
+
+    def run(self, **kwargs):
+        for citation in list(self.document.findall(nodes.citation)):
+            for element in list(citation.findall(nodes.TextElement)):
+                if isinstance(element, (nodes.math, nodes.literal, nodes.label)) or "$" not in element.astext():
+                    continue
+                # pybtex splits "$\widehat R$" over several text nodes: join each run of them
+                children, run = [], []
+                for child in list(element.children) + [None]:
+                    if isinstance(child, nodes.Text):
+                        run.append(str(child))
+                        continue
+                    if run:
+                        parts = MATH_IN_TEXT_RE.split("".join(run))
+                        children += [nodes.Text(p) if i % 2 == 0 else nodes.math(f"${p}$", p)
+                                     for i, p in enumerate(parts) if p]
+                        run = []
+                    if child is not None:
+                        children.append(child)
+                element.children = []
+                element.extend(children)
+
+
 def _register_author_year_style():
     from pybtex.plugin import register_plugin
     from pybtex.richtext import Text
@@ -269,6 +302,8 @@ def _register_author_year_style():
             return f"{who} {entry.fields.get('year', 'n.d.')}"
 
         def format_labels(self, sorted_entries):
+            # two works with one label get "1992a", "1992b" (labels must be unique); the text's
+            # citations print the year alone and link their own entry
             labels = [self.format_label(e) for e in sorted_entries]
             seen = {}
             for label in labels:
@@ -294,6 +329,8 @@ def setup(app):
     app.connect("html-page-context", add_book_pdf_button, priority=900)
     app.add_role("notebook-archive", notebook_archive_role)
     app.add_post_transform(LatexExerciseReferences)
+    app.add_post_transform(BibliographyMath)
+    app.set_html_assets_policy("always")
     app.add_directive("coursework-chapters", CourseworkChapters)
     app.add_directive("coursework-points", CourseworkPoints)
     app.connect("build-finished", copy_executed_notebooks)
