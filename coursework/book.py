@@ -90,10 +90,10 @@ class Exercise:
 
     label: str
     title: str
-    cell: int                      # index of the markdown cell holding the directive
-    answers: list = dataclasses.field(default_factory=list)   # indices of code answer cells
-    checks: list = dataclasses.field(default_factory=list)    # indices of check cells
-    manual: list = dataclasses.field(default_factory=list)    # indices of markdown answer cells
+    cell: int  # index of the markdown cell holding the directive
+    answers: list = dataclasses.field(default_factory=list)  # indices of code answer cells
+    checks: list = dataclasses.field(default_factory=list)  # indices of check cells
+    manual: list = dataclasses.field(default_factory=list)  # indices of markdown answer cells
     points: float = 0.0
     has_solution: bool = False
 
@@ -130,7 +130,9 @@ def exercises(nb):
         elif cell.cell_type == "markdown":
             for m in EXERCISE_RE.finditer(text):
                 lab = LABEL_RE.search(text, m.end())
-                current = Exercise(label=lab.group("label") if lab else "", title=m.group("title").strip(), cell=i)
+                current = Exercise(
+                    label=lab.group("label") if lab else "", title=m.group("title").strip(), cell=i
+                )
                 found.append(current)
             for m in SOLUTION_RE.finditer(text):
                 for ex in found:
@@ -187,13 +189,13 @@ def stub_statement_problem(src):
     """
     lines = src.split("\n")
     try:
-        b = next(i for i, l in enumerate(lines) if l.strip() == BEGIN)
-        e = next(i for i, l in enumerate(lines) if l.strip() == END)
+        b = next(i for i, line in enumerate(lines) if line.strip() == BEGIN)
+        e = next(i for i, line in enumerate(lines) if line.strip() == END)
     except StopIteration:
-        return None            # reported as a missing BEGIN/END region
-    outside = lines[:b] + lines[e + 1:]
-    region = "\n".join(lines[b + 1:e])
-    if any(DEF_RE.match(l) for l in outside):
+        return None  # reported as a missing BEGIN/END region
+    outside = lines[:b] + lines[e + 1 :]
+    region = "\n".join(lines[b + 1 : e])
+    if any(DEF_RE.match(line) for line in outside):
         return None
     names = _assigned_names(region)
     comments = [m.group("text") for m in map(COMMENT_RE.match, outside) if m]
@@ -201,11 +203,15 @@ def stub_statement_problem(src):
         if any(re.search(rf"(?<![\w.]){re.escape(n)}\b", text) for n in names):
             return None
     if not comments:
-        return ("states nothing outside the solution markers, so the student stub would be bare: "
-                "put the def line (with its signature) or a comment naming the value to compute "
-                f"(e.g. '# Compute x: ...') above '{BEGIN}'")
-    return (f"has a comment outside the solution markers that names none of the values the "
-            f"solution assigns ({', '.join(sorted(names)) or 'none'})")
+        return (
+            "states nothing outside the solution markers, so the student stub would be bare: "
+            "put the def line (with its signature) or a comment naming the value to compute "
+            f"(e.g. '# Compute x: ...') above '{BEGIN}'"
+        )
+    return (
+        f"has a comment outside the solution markers that names none of the values the "
+        f"solution assigns ({', '.join(sorted(names)) or 'none'})"
+    )
 
 
 def assigns_check_values(src):
@@ -217,7 +223,8 @@ def assigns_check_values(src):
     for node in tree.body:
         targets = getattr(node, "targets", None) or [getattr(node, "target", None)]
         if isinstance(node, (ast.Assign, ast.AnnAssign)) and any(
-                isinstance(t, ast.Name) and t.id == "check_values" for t in targets):
+            isinstance(t, ast.Name) and t.id == "check_values" for t in targets
+        ):
             return True
     return False
 
@@ -229,8 +236,12 @@ def _tolerance_problem(cell):
     if not isinstance(meta, dict) or set(meta) - {"rtol", "atol"}:
         return f"metadata 'coursework' must be a dict with keys rtol and/or atol, got {meta!r}"
     for key, value in meta.items():
-        if (not isinstance(value, (int, float)) or isinstance(value, bool)
-                or not math.isfinite(value) or value < 0):
+        if (
+            not isinstance(value, (int, float))
+            or isinstance(value, bool)
+            or not math.isfinite(value)
+            or value < 0
+        ):
             return f"metadata coursework.{key} must be a finite number >= 0, got {value!r}"
     return None
 
@@ -258,33 +269,47 @@ def structure_problems(nb, name="notebook"):
         elif e.manual:
             problems += _manual_problems(nb, e, where)
         else:
-            problems.append(f"{where}: no answer cell (a coding exercise needs an answer and a check "
-                            "cell, a pen-and-paper exercise a markdown answer cell right after it)")
+            problems.append(
+                f"{where}: no answer cell (a coding exercise needs an answer and a check "
+                "cell, a pen-and-paper exercise a markdown answer cell right after it)"
+            )
     # grade cells that belong to no exercise, or sit after the wrong one
     owned = {i for e in exs for i in e.answers + e.checks + e.manual}
     for i, cell in enumerate(nb.cells):
         text = source(cell)
-        if nbgrader_meta(cell) and i not in owned and (nbgrader_meta(cell).get("solution")
-                                                        or nbgrader_meta(cell).get("grade")):
+        if (
+            nbgrader_meta(cell)
+            and i not in owned
+            and (nbgrader_meta(cell).get("solution") or nbgrader_meta(cell).get("grade"))
+        ):
             problems.append(f"{name}: cell {i} has nbgrader metadata but follows no {{exercise}}")
         if cell.cell_type == "code" and (BEGIN in text) and not is_answer(cell):
             problems.append(f"{name}: cell {i} holds '{BEGIN}' but is not an nbgrader solution cell")
         if cell.cell_type == "markdown" and GATED_RE.search(text):
-            problems.append(f"{name}: cell {i} uses gated exercise/solution directives, which the student edition does not support")
+            problems.append(
+                f"{name}: cell {i} uses gated exercise/solution directives, which the student "
+                "edition does not support"
+            )
         if cell.cell_type == "markdown" and nbgrader_meta(cell) and not is_manual_answer(cell):
-            problems.append(f"{name}: markdown cell {i} has nbgrader metadata but is not a "
-                            "pen-and-paper answer cell (solution and grade both true)")
+            problems.append(
+                f"{name}: markdown cell {i} has nbgrader metadata but is not a "
+                "pen-and-paper answer cell (solution and grade both true)"
+            )
     return problems
 
 
 def _coding_problems(nb, e, where):
     problems = []
     if len(e.answers) != 1 or len(e.checks) != 1:
-        return [f"{where}: {len(e.answers)} answer cells and {len(e.checks)} check cells (need exactly 1 and 1)"]
+        return [
+            f"{where}: {len(e.answers)} answer cells and {len(e.checks)} check cells (need exactly 1 and 1)"
+        ]
     a, c = e.answers[0], e.checks[0]
     am, cm = nbgrader_meta(nb.cells[a]), nbgrader_meta(nb.cells[c])
     if c != a + 1:
-        problems.append(f"{where}: the check cell (cell {c}) does not immediately follow the answer cell (cell {a})")
+        problems.append(
+            f"{where}: the check cell (cell {c}) does not immediately follow the answer cell (cell {a})"
+        )
     want_a = {"solution": True, "grade": False, "grade_id": e.answer_id, "locked": False, "schema_version": 3}
     for k, v in want_a.items():
         if am.get(k) != v:
@@ -306,8 +331,10 @@ def _coding_problems(nb, e, where):
     if "hide-input" not in nb.cells[a].metadata.get("tags", []):
         problems.append(f"{where}: answer cell {a} is not tagged hide-input")
     if not assigns_check_values(source(nb.cells[c])):
-        problems.append(f"{where}: check cell {c} does not assign check_values (a dict of the numbers "
-                        "the grader compares with the instructor's, CONVENTIONS section 4)")
+        problems.append(
+            f"{where}: check cell {c} does not assign check_values (a dict of the numbers "
+            "the grader compares with the instructor's, CONVENTIONS section 4)"
+        )
     tol = _tolerance_problem(nb.cells[c])
     if tol:
         problems.append(f"{where}: check cell {c} {tol}")
@@ -320,8 +347,10 @@ def _manual_problems(nb, e, where):
     i = e.manual[0]
     problems = []
     if i != e.cell + 1:
-        problems.append(f"{where}: the markdown answer cell (cell {i}) does not immediately follow "
-                        f"the exercise cell (cell {e.cell})")
+        problems.append(
+            f"{where}: the markdown answer cell (cell {i}) does not immediately follow "
+            f"the exercise cell (cell {e.cell})"
+        )
     m = nbgrader_meta(nb.cells[i])
     want = {"solution": True, "grade": True, "grade_id": e.answer_id, "locked": False, "schema_version": 3}
     for k, v in want.items():
@@ -331,8 +360,10 @@ def _manual_problems(nb, e, where):
     if not isinstance(pts, (int, float)) or isinstance(pts, bool) or not pts > 0:
         problems.append(f"{where}: answer cell {i} has points={pts!r}, expected a number > 0")
     if "remove-cell" not in nb.cells[i].metadata.get("tags", []):
-        problems.append(f"{where}: answer cell {i} is not tagged remove-cell (its marking guide "
-                        "must not show on the website)")
+        problems.append(
+            f"{where}: answer cell {i} is not tagged remove-cell (its marking guide "
+            "must not show on the website)"
+        )
     if not source(nb.cells[i]).strip():
         problems.append(f"{where}: answer cell {i} is empty (write the marking guide in it)")
     return problems
@@ -345,7 +376,10 @@ def grade_ids(nb):
 # --------------------------------------------------------------------------- chapter summary
 
 GOALS_HEAD_RE = re.compile(r"^(#+\s*|\*\*)?learning goals\b", re.I | re.M)
-TIME_RE = re.compile(r"estimated (?:study |reading )?time\W+(?:about |approximately |~)?(\d+(?:\.\d+)?)\s*(min|minutes|h|hours)\b", re.I)
+TIME_RE = re.compile(
+    r"estimated (?:study |reading )?time\W+(?:about |approximately |~)?(\d+(?:\.\d+)?)\s*(min|minutes|h|hours)\b",
+    re.I,
+)
 ITEM_RE = re.compile(r"^\s*(?:[-*+]|\d+[.)])\s+(.*)$")
 
 
@@ -386,8 +420,9 @@ def estimate_minutes(nb, exs=None):
     """Estimated study time when a chapter states none: 100 words of prose a minute, one minute
     per code cell, 15 minutes per coding and 10 per pen-and-paper exercise, rounded up to 5."""
     exs = exercises(nb) if exs is None else exs
-    words = sum(len(source(c).split()) for c in nb.cells
-                if c.cell_type == "markdown" and not is_manual_answer(c))   # not the marking guides
+    words = sum(
+        len(source(c).split()) for c in nb.cells if c.cell_type == "markdown" and not is_manual_answer(c)
+    )  # not the marking guides
     code = sum(1 for c in nb.cells if c.cell_type == "code")
     minutes = words / 100 + code + sum(15 if e.coding else 10 for e in exs)
     return 5 * math.ceil(minutes / 5)

@@ -50,6 +50,7 @@ import re
 import stat
 import sys
 import time
+import typing
 
 import nbformat
 from nbgrader.preprocessors import ClearSolutions
@@ -61,6 +62,16 @@ MAX_CELLS = 5000
 MAX_CELL_CHARS = 1_000_000
 
 
+class Result(typing.NamedTuple):
+    """What :func:`grade_folder` returns."""
+
+    rows: list
+    text: str  # the summary
+    tampered: list  # trusted sources that changed on disk during grading
+    timing: dict  # seconds: "setup" (intake, sandbox check, instructor runs),
+    # "students" (all submissions), "notebooks" (their count)
+
+
 class GradingError(RuntimeError):
     """Grading cannot start (broken instructor notebook, no sandbox, bad folder)."""
 
@@ -70,7 +81,7 @@ class Row:
     student: str
     chapter: str
     exercise: str
-    points: float | None          # None: graded by hand
+    points: float | None  # None: graded by hand
     max_points: float
     error: str = ""
     notes: str = ""
@@ -87,6 +98,7 @@ def _sha(data):
 
 # ----------------------------------------------------------------------------- instructor sources
 
+
 @dataclasses.dataclass
 class Chapter:
     """One instructor chapter, read and hashed once."""
@@ -95,7 +107,7 @@ class Chapter:
     path: pathlib.Path
     data: bytes
     nb: nbformat.NotebookNode
-    expected: dict = dataclasses.field(default_factory=dict)   # label -> values.loads result
+    expected: dict = dataclasses.field(default_factory=dict)  # label -> values.loads result
 
     @property
     def sha256(self):
@@ -117,7 +129,9 @@ def load_chapters(root, toc):
     chapters = {}
     for path in book.toc_notebooks(root, toc):
         data = path.read_bytes()
-        chapters[path.stem] = Chapter(path.stem, path, data, nbformat.reads(data.decode("utf-8"), as_version=4))
+        chapters[path.stem] = Chapter(
+            path.stem, path, data, nbformat.reads(data.decode("utf-8"), as_version=4)
+        )
     return chapters
 
 
@@ -147,10 +161,11 @@ def source_hashes(chapters, reread=False):
 
 # ----------------------------------------------------------------------------- intake
 
+
 @dataclasses.dataclass
 class Submission:
     student: str
-    name: str                 # file name, <chapter>.ipynb
+    name: str  # file name, <chapter>.ipynb
     data: bytes
     sha256: str
 
@@ -163,8 +178,12 @@ NOTEBOOK_RE = re.compile(r"^(?P<stem>[^/]+)\.ipynb$")
 
 
 def _kind(mode):
-    for test, what in ((stat.S_ISFIFO, "a named pipe (FIFO)"), (stat.S_ISSOCK, "a socket"),
-                       (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device")):
+    for test, what in (
+        (stat.S_ISFIFO, "a named pipe (FIFO)"),
+        (stat.S_ISSOCK, "a socket"),
+        (stat.S_ISCHR, "a character device"),
+        (stat.S_ISBLK, "a block device"),
+    ):
         if test(mode):
             return what
     return "not a regular file"
@@ -212,8 +231,17 @@ def intake(folder, chapters, max_bytes):
                 rows.append(Row(name, "", "", 0.0, 0.0, "rejected: the student folder is a symbolic link"))
                 continue
             if not entry.is_dir(follow_symlinks=False):
-                rows.append(Row("", name, "", 0.0, 0.0, f"ignored: '{name}' is not a student folder "
-                                "(submissions are <folder>/<student>/<chapter>.ipynb)"))
+                rows.append(
+                    Row(
+                        "",
+                        name,
+                        "",
+                        0.0,
+                        0.0,
+                        f"ignored: '{name}' is not a student folder "
+                        "(submissions are <folder>/<student>/<chapter>.ipynb)",
+                    )
+                )
                 continue
             if name.startswith("."):
                 rows.append(Row(name, "", "", 0.0, 0.0, "ignored: hidden folder"))
@@ -221,7 +249,9 @@ def intake(folder, chapters, max_bytes):
             try:
                 sfd = _open_dir(name, top)
             except OSError as exc:
-                rows.append(Row(name, "", "", 0.0, 0.0, f"rejected: the folder cannot be opened ({exc.strerror})"))
+                rows.append(
+                    Row(name, "", "", 0.0, 0.0, f"rejected: the folder cannot be opened ({exc.strerror})")
+                )
                 continue
             try:
                 subs_s, rows_s = _intake_student(name, sfd, chapters, expected, max_bytes)
@@ -252,8 +282,10 @@ def _intake_student(student, sfd, chapters, expected, max_bytes):
             row(f"rejected: '{name}' is a symbolic link (to {target}), not a file")
             continue
         if entry.is_dir(follow_symlinks=False):
-            row(f"ignored: '{name}' is a folder (only <chapter>.ipynb files directly in the "
-                "student's folder are graded)")
+            row(
+                f"ignored: '{name}' is a folder (only <chapter>.ipynb files directly in the "
+                "student's folder are graded)"
+            )
             continue
         try:
             mode = entry.stat(follow_symlinks=False).st_mode
@@ -302,6 +334,7 @@ def rehash(folder, sub):
 
 # ----------------------------------------------------------------------------- the merged notebook
 
+
 def parse_submission(data):
     """The submission's cells as ``(cell_type, source, grade_id)`` triples, read defensively (any
     JSON, any size within the intake limit); raises ValueError for anything that is not a
@@ -337,8 +370,11 @@ def parse_submission(data):
 
 
 def _new_cell(cell_type, src):
-    make = {"code": nbformat.v4.new_code_cell, "markdown": nbformat.v4.new_markdown_cell,
-            "raw": nbformat.v4.new_raw_cell}[cell_type]
+    make = {
+        "code": nbformat.v4.new_code_cell,
+        "markdown": nbformat.v4.new_markdown_cell,
+        "raw": nbformat.v4.new_raw_cell,
+    }[cell_type]
     return make(src)
 
 
@@ -379,17 +415,19 @@ def merge(source_nb, submitted):
             src = src_by_id[gid]
             if cell_type != src.cell_type:
                 note(gid, f"cell {gid} changed type; restored from the source")
-                cells.append(restored(stubs[gid] if book.is_answer(src) or book.is_manual_answer(src) else src))
+                cells.append(
+                    restored(stubs[gid] if book.is_answer(src) or book.is_manual_answer(src) else src)
+                )
             elif book.is_answer(src) or book.is_manual_answer(src):
                 cell = restored(src)
-                cell.source = src_text          # the student's answer, in the source's cell
+                cell.source = src_text  # the student's answer, in the source's cell
                 cells.append(cell)
             else:
                 if src_text.strip() != book.source(src).strip():
                     note(gid, f"check cell {gid} was modified; graded with the original")
                 cells.append(restored(src))
         else:
-            cells.append(_new_cell(cell_type, src_text))   # unknown grade id: an ordinary cell
+            cells.append(_new_cell(cell_type, src_text))  # unknown grade id: an ordinary cell
     # put back what was deleted, right after the cell that precedes it in the source
     for gid in [_gid(c) for c in source_nb.cells if _gid(c)]:
         if gid in seen:
@@ -427,16 +465,23 @@ def _check_indices(nb):
 
 def runner_args(limits, nb):
     checks = [i for i, c in enumerate(nb.cells) if book.is_check(c)]
-    return ["--check-cells", ",".join(map(str, checks)), "--cell-timeout", str(limits.cell_timeout),
-            "--notebook-timeout", str(limits.notebook_timeout),
-            "--max-output-bytes", str(limits.max_output_bytes)]
+    return [
+        "--check-cells",
+        ",".join(map(str, checks)),
+        "--cell-timeout",
+        str(limits.cell_timeout),
+        "--notebook-timeout",
+        str(limits.notebook_timeout),
+        "--max-output-bytes",
+        str(limits.max_output_bytes),
+    ]
 
 
 # ----------------------------------------------------------------------------- scoring
 
+
 def _answer_error(err):
-    return ("unanswered (NotImplementedError)" if err.startswith("NotImplementedError")
-            else f"answer: {err}")
+    return "unanswered (NotImplementedError)" if err.startswith("NotImplementedError") else f"answer: {err}"
 
 
 def score(chapter, nb, run, student, notes=None):
@@ -506,11 +551,22 @@ def expected_values(chapter, run):
 
 # ----------------------------------------------------------------------------- a grading run
 
-def grade_folder(folder, out_dir, root=book.ROOT, toc="_toc.yml", limits=sandbox.Limits(), jobs=None,
-                 unsafe=False, uid_base=sandbox.DEFAULT_UID_BASE, max_notebook_bytes=20_000_000,
-                 log=None):
-    """Grade every submission in ``folder``; write the results to ``out_dir``; return
-    ``(rows, summary_text)``.  Raises :class:`GradingError` when grading cannot start."""
+
+def grade_folder(
+    folder,
+    out_dir,
+    root=book.ROOT,
+    toc="_toc.yml",
+    limits=sandbox.Limits(),
+    jobs=None,
+    unsafe=False,
+    uid_base=sandbox.DEFAULT_UID_BASE,
+    max_notebook_bytes=20_000_000,
+    log=None,
+):
+    """Grade every submission in ``folder`` against the chapters of ``root``/``toc``; write the
+    results to a fresh ``out_dir``; return a :class:`Result`.  Raises :class:`GradingError`
+    when grading cannot start (no sandbox, a broken instructor notebook, no folder)."""
     t0 = time.monotonic()
     log = log or (lambda text: None)
     folder, out_dir = pathlib.Path(folder), pathlib.Path(out_dir)
@@ -524,8 +580,9 @@ def grade_folder(folder, out_dir, root=book.ROOT, toc="_toc.yml", limits=sandbox
     used = {s.chapter: chapters[s.chapter] for s in subs}
     problems = [p for c in used.values() for p in book.structure_problems(c.nb, c.path.name)]
     if problems:
-        raise GradingError("the instructor's chapters do not follow the coursework conventions:\n  "
-                           + "\n  ".join(problems))
+        raise GradingError(
+            "the instructor's chapters do not follow the coursework conventions:\n  " + "\n  ".join(problems)
+        )
     jobs = max(1, jobs or min(8, os.cpu_count() or 1))
     box = sandbox.Sandbox(unsafe=unsafe, slots=jobs, uid_base=uid_base, limits=limits)
     try:
@@ -546,35 +603,59 @@ def grade_folder(folder, out_dir, root=book.ROOT, toc="_toc.yml", limits=sandbox
     def run_instructor(k, chapter):
         log(f"instructor {chapter.name} ...")
         run = box.execute(chapter.data, f"{chapter.name}.ipynb", runner_args(limits, chapter.nb), slot=k)
-        return expected_values(chapter, run), run.seconds
+        return expected_values(chapter, run)
 
     def run_student(k, sub):
         chapter = chapters[sub.chapter]
         try:
             cells = parse_submission(sub.data)
         except ValueError as exc:
-            return [Row(sub.student, chapter.name, e.label, 0.0, e.points,
-                        f"unreadable notebook: {exc}") for e in chapter.coding], None, {}, 0.0
+            return (
+                [
+                    Row(sub.student, chapter.name, e.label, 0.0, e.points, f"unreadable notebook: {exc}")
+                    for e in chapter.coding
+                ],
+                None,
+                {},
+            )
         nb, notes = merge(chapter.nb, cells)
         data = nbformat.writes(nb).encode()
         run = box.execute(data, sub.name, runner_args(limits, nb), slot=k)
         log(f"{sub.student}/{sub.name}: {run.seconds:.1f} s" + (f" ({run.problem})" if run.problem else ""))
         answers = {gid: src for ct, src, gid in cells if ct == "markdown" and gid}
-        return score(chapter, nb, run, sub.student, notes), run, answers, run.seconds
+        return score(chapter, nb, run, sub.student, notes), run, answers
 
     with concurrent.futures.ThreadPoolExecutor(jobs) as pool:
         results = list(pool.map(lambda c: in_slot(run_instructor, c), used.values()))
-        problems = [p for probs, _ in results for p in probs]
+        problems = [p for probs in results for p in probs]
         if problems:
-            raise GradingError("the instructor's notebooks do not give usable check_values, so "
-                               "nothing was graded:\n  " + "\n  ".join(problems))
+            raise GradingError(
+                "the instructor's notebooks do not give usable check_values, so "
+                "nothing was graded:\n  " + "\n  ".join(problems)
+            )
+        t_students = time.monotonic()
         graded = list(pool.map(lambda s: in_slot(run_student, s), subs))
-    by_hand, seconds = [], [t for _, t in results] + [g[3] for g in graded if g[3]]
-    for sub, (srows, _run, answers, _t) in zip(subs, graded):
+    timing = {
+        "setup": t_students - t0,
+        "students": time.monotonic() - t_students,
+        "notebooks": len(subs),
+        "jobs": jobs,
+    }
+    by_hand = []
+    for sub, (srows, _run, answers) in zip(subs, graded):
         rows += srows
         for e in chapters[sub.chapter].by_hand:
-            rows.append(Row(sub.student, sub.chapter, e.label, None, e.points, "",
-                            "graded by hand: the answer is in by_hand.md"))
+            rows.append(
+                Row(
+                    sub.student,
+                    sub.chapter,
+                    e.label,
+                    None,
+                    e.points,
+                    "",
+                    "graded by hand: the answer is in by_hand.md",
+                )
+            )
             by_hand.append((sub.student, sub.chapter, e, answers.get(e.answer_id)))
     # what changed while grading
     changed = []
@@ -584,16 +665,28 @@ def grade_folder(folder, out_dir, root=book.ROOT, toc="_toc.yml", limits=sandbox
             changed.append(sub)
             for r in rows:
                 if (r.student, r.chapter) == (sub.student, sub.chapter):
-                    r.notes = "; ".join(filter(None, [r.notes, "the file changed while it was being "
-                                                      "graded; graded as it was read at the start"]))
+                    r.notes = "; ".join(
+                        filter(
+                            None,
+                            [
+                                r.notes,
+                                "the file changed while it was being "
+                                "graded; graded as it was read at the start",
+                            ],
+                        )
+                    )
     trusted_after = source_hashes(chapters, reread=True)
     tampered = [k for k in trusted_before if trusted_before[k] != trusted_after.get(k)]
     rows.sort(key=lambda r: (r.student, r.chapter, r.exercise))
-    text = summary(rows, len(subs), box.describe(), tampered, changed, time.monotonic() - t0, seconds)
-    files = {"grades.csv": _csv(rows), "summary.txt": text,
-             "hashes.csv": _hashes(trusted_before, subs), "by_hand.md": _by_hand(by_hand)}
+    text = summary(rows, len(subs), box.describe(), tampered, changed, timing)
+    files = {
+        "grades.csv": _csv(rows),
+        "summary.txt": text,
+        "hashes.csv": _hashes(trusted_before, subs),
+        "by_hand.md": _by_hand(by_hand),
+    }
     write_fresh(out_dir, files)
-    return rows, text, bool(tampered)
+    return Result(rows, text, tampered, timing)
 
 
 def _csv(rows):
@@ -632,14 +725,17 @@ def _by_hand(items):
     return "\n".join(lines) + "\n"
 
 
-def summary(rows, n_notebooks, sandbox_text, tampered=(), changed=(), seconds=None, per_notebook=()):
+def summary(rows, n_notebooks, sandbox_text, tampered=(), changed=(), timing=None):
     auto = [r for r in rows if r.points is not None]
     students = sorted({r.student for r in rows if r.student})
     lines = [f"graded {n_notebooks} notebooks of {len(students)} students"]
     lines.append(f"isolation: {sandbox_text}")
-    if seconds is not None and per_notebook:
-        lines.append(f"time: {seconds:.0f} s in all, {sum(per_notebook) / len(per_notebook):.1f} s "
-                     "per notebook on average")
+    if timing and timing["notebooks"]:
+        lines.append(
+            f"time: {timing['setup']:.0f} s to set up (sandbox check, instructor notebooks), "
+            f"{timing['students']:.0f} s for the submissions, {timing['jobs']} at a time: "
+            f"{timing['students'] / timing['notebooks']:.1f} s per notebook"
+        )
     for t in tampered:
         lines.append(f"WARNING: {t} changed during grading; re-grade from a clean copy")
     for s in students:
@@ -667,8 +763,10 @@ def summary(rows, n_notebooks, sandbox_text, tampered=(), changed=(), seconds=No
         for r in skipped:
             lines.append(f"  {r.student or '.'}/{r.chapter}: {r.error}")
     if changed:
-        lines.append("submissions that changed while they were graded: "
-                     + ", ".join(f"{s.student}/{s.name}" for s in changed))
+        lines.append(
+            "submissions that changed while they were graded: "
+            + ", ".join(f"{s.student}/{s.name}" for s in changed)
+        )
     return "\n".join(lines) + "\n"
 
 
@@ -686,8 +784,9 @@ def write_fresh(out_dir, files):
     dfd = _open_dir(str(fresh))
     try:
         for name, text in files.items():
-            fd = os.open(name, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC,
-                         0o644, dir_fd=dfd)
+            fd = os.open(
+                name, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o644, dir_fd=dfd
+            )
             with os.fdopen(fd, "w", encoding="utf-8", newline="") as fh:
                 fh.write(text)
                 fh.flush()
@@ -701,7 +800,7 @@ def write_fresh(out_dir, files):
         while os.path.lexists(previous):
             previous = out_dir.with_name(f"{out_dir.name}.previous-{stamp}-{n}")
             n += 1
-        os.rename(out_dir, previous)          # renames a link itself, never its target
+        os.rename(out_dir, previous)  # renames a link itself, never its target
     os.rename(fresh, out_dir)
 
 
@@ -716,38 +815,96 @@ def main(argv=None):
     d = sandbox.Limits()
     ap.add_argument("submissions")
     ap.add_argument("--out", default=str(book.ROOT / "_build" / "grades"))
-    ap.add_argument("--root", default=str(book.ROOT), help="book root holding the toc and the instructor notebooks")
+    ap.add_argument(
+        "--root", default=str(book.ROOT), help="book root holding the toc and the instructor notebooks"
+    )
     ap.add_argument("--toc", default="_toc.yml")
-    ap.add_argument("--cell-timeout", type=float, default=d.cell_timeout, help="seconds per cell (default %(default)g)")
-    ap.add_argument("--notebook-timeout", type=float, default=d.notebook_timeout,
-                    help="seconds per notebook (default %(default)g)")
+    ap.add_argument(
+        "--cell-timeout", type=float, default=d.cell_timeout, help="seconds per cell (default %(default)g)"
+    )
+    ap.add_argument(
+        "--notebook-timeout",
+        type=float,
+        default=d.notebook_timeout,
+        help="seconds per notebook (default %(default)g)",
+    )
     ap.add_argument("--max-output-bytes", type=int, default=d.max_output_bytes, help="output kept per cell")
-    ap.add_argument("--jobs", type=int, default=None, help="notebooks graded at once (default: the number of cores, at most 8)")
-    ap.add_argument("--memory-mb", type=int, default=d.memory_bytes >> 20, help="address space per process (default %(default)s MiB)")
-    ap.add_argument("--disk-mb", type=int, default=d.disk_bytes >> 20, help="size of the work folder and of /tmp (default %(default)s MiB each)")
-    ap.add_argument("--file-mb", type=int, default=d.file_bytes >> 20, help="largest file a notebook may write (default %(default)s MiB)")
-    ap.add_argument("--processes", type=int, default=d.processes, help="processes and threads per notebook (default %(default)s)")
-    ap.add_argument("--max-notebook-mb", type=float, default=20.0, help="larger submissions are rejected (default %(default)g MB)")
-    ap.add_argument("--sandbox-uid-base", type=int, default=sandbox.DEFAULT_UID_BASE,
-                    help="as root, notebooks run as host uids BASE, BASE+1, ... (one per job; default %(default)s)")
-    ap.add_argument("--unsafe-no-sandbox", action="store_true",
-                    help="run the notebooks WITHOUT the sandbox, with your permissions: only for trusted notebooks")
+    ap.add_argument(
+        "--jobs",
+        type=int,
+        default=None,
+        help="notebooks graded at once (default: the number of cores, at most 8)",
+    )
+    ap.add_argument(
+        "--memory-mb",
+        type=int,
+        default=d.memory_bytes >> 20,
+        help="address space per process (default %(default)s MiB)",
+    )
+    ap.add_argument(
+        "--disk-mb",
+        type=int,
+        default=d.disk_bytes >> 20,
+        help="size of the work folder and of /tmp (default %(default)s MiB each)",
+    )
+    ap.add_argument(
+        "--file-mb",
+        type=int,
+        default=d.file_bytes >> 20,
+        help="largest file a notebook may write (default %(default)s MiB)",
+    )
+    ap.add_argument(
+        "--processes",
+        type=int,
+        default=d.processes,
+        help="processes and threads per notebook (default %(default)s)",
+    )
+    ap.add_argument(
+        "--max-notebook-mb",
+        type=float,
+        default=20.0,
+        help="larger submissions are rejected (default %(default)g MB)",
+    )
+    ap.add_argument(
+        "--sandbox-uid-base",
+        type=int,
+        default=sandbox.DEFAULT_UID_BASE,
+        help="as root, notebooks run as host uids BASE, BASE+1, ... (one per job; default %(default)s)",
+    )
+    ap.add_argument(
+        "--unsafe-no-sandbox",
+        action="store_true",
+        help="run the notebooks WITHOUT the sandbox, with your permissions: only for trusted notebooks",
+    )
     args = ap.parse_args(argv)
-    limits = sandbox.Limits(cell_timeout=args.cell_timeout, notebook_timeout=args.notebook_timeout,
-                            max_output_bytes=args.max_output_bytes, memory_bytes=args.memory_mb << 20,
-                            disk_bytes=args.disk_mb << 20, file_bytes=args.file_mb << 20,
-                            processes=args.processes)
+    limits = sandbox.Limits(
+        cell_timeout=args.cell_timeout,
+        notebook_timeout=args.notebook_timeout,
+        max_output_bytes=args.max_output_bytes,
+        memory_bytes=args.memory_mb << 20,
+        disk_bytes=args.disk_mb << 20,
+        file_bytes=args.file_mb << 20,
+        processes=args.processes,
+    )
     try:
-        rows, text, tampered = grade_folder(
-            args.submissions, args.out, args.root, args.toc, limits, args.jobs, args.unsafe_no_sandbox,
-            args.sandbox_uid_base, int(args.max_notebook_mb * 1e6),
-            log=lambda line: print(line, file=sys.stderr, flush=True))
+        result = grade_folder(
+            args.submissions,
+            args.out,
+            args.root,
+            args.toc,
+            limits,
+            args.jobs,
+            args.unsafe_no_sandbox,
+            args.sandbox_uid_base,
+            int(args.max_notebook_mb * 1e6),
+            log=lambda line: print(line, file=sys.stderr, flush=True),
+        )
     except GradingError as exc:
         print(f"grading stopped: {exc}", file=sys.stderr)
         return 2
-    sys.stdout.write(text)
-    print(f"wrote {pathlib.Path(args.out) / 'grades.csv'} ({len(rows)} rows)")
-    return 1 if tampered else 0
+    sys.stdout.write(result.text)
+    print(f"wrote {pathlib.Path(args.out) / 'grades.csv'} ({len(result.rows)} rows)")
+    return 1 if result.tampered else 0
 
 
 if __name__ == "__main__":

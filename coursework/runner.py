@@ -39,8 +39,8 @@ from . import values as cw_values
 from .sandbox import sign
 
 TRUNCATED = "\n[output truncated by the grader]\n"
-SILENT_TIMEOUT = 10.0          # seconds for the runner's own short requests to the kernel
-INTERRUPT_GRACE = 15.0         # seconds a kernel has to answer again after a time-out's interrupt
+SILENT_TIMEOUT = 10.0  # seconds for the runner's own short requests to the kernel
+INTERRUPT_GRACE = 15.0  # seconds a kernel has to answer again after a time-out's interrupt
 VALUES_EXPR = "__import__('coursework.values', fromlist=['dumps']).dumps(check_values)"
 
 
@@ -77,9 +77,16 @@ class LimitedClient(NotebookClient):
     async def async_silent(self, code, user_expressions=None, timeout=SILENT_TIMEOUT):
         """Run ``code`` silently (no history, no outputs kept); return the reply's content, or
         ``None`` when no reply came within ``timeout`` seconds.  Raises DeadKernelError."""
-        msg_id = await ensure_async(self.kc.execute(
-            code, silent=True, store_history=False, user_expressions=user_expressions or {},
-            allow_stdin=False, stop_on_error=False))
+        msg_id = await ensure_async(
+            self.kc.execute(
+                code,
+                silent=True,
+                store_history=False,
+                user_expressions=user_expressions or {},
+                allow_stdin=False,
+                stop_on_error=False,
+            )
+        )
         deadline = time.monotonic() + timeout
         while (remaining := deadline - time.monotonic()) > 0:
             try:
@@ -95,6 +102,31 @@ class LimitedClient(NotebookClient):
 
     silent = run_sync(async_silent)
 
+    async def async_interrupt(self):
+        await ensure_async(self.km.interrupt_kernel())
+
+    interrupt = run_sync(async_interrupt)
+
+    async def async_stop_kernel(self):
+        await ensure_async(self.km.shutdown_kernel(now=True))
+
+    stop_kernel = run_sync(async_stop_kernel)
+
+
+STUCK = ("dead", "not run: the kernel ignored an interrupt and was stopped")
+
+
+def recover(client, deadline, interrupt=True):
+    """After a time-out: interrupt the kernel (unless nbclient just did) and wait until it answers
+    again; a kernel that does not is stopped (``False``) rather than left to the hard limit."""
+    if interrupt:
+        client.interrupt()
+    grace = max(1.0, min(INTERRUPT_GRACE, deadline - time.monotonic()))
+    if client.silent("", timeout=grace) is not None:
+        return True
+    client.stop_kernel()
+    return False
+
 
 def cell_status(client, cell, index):
     reply = client.replies.get(index)
@@ -104,7 +136,7 @@ def cell_status(client, cell, index):
     if content.get("status") == "ok":
         return "ok", ""
     ename, evalue = content.get("ename", "Error"), content.get("evalue", "")
-    if ename != "CellTimeoutError":   # the timeout's interrupt also prints a KeyboardInterrupt
+    if ename != "CellTimeoutError":  # the timeout's interrupt also prints a KeyboardInterrupt
         for out in cell.get("outputs", []):
             if out.get("output_type") == "error":
                 ename, evalue = out.get("ename", ename), out.get("evalue", evalue)
@@ -112,12 +144,14 @@ def cell_status(client, cell, index):
     return status, _one_line(f"{ename}: {evalue}" if evalue else ename)
 
 
+TOO_SLOW = "the kernel did not hand over check_values in time"
+
+
 def fetch_values(client, timeout):
     """``(text, None)`` with the JSON text of ``check_values`` in the kernel, or ``(None, why)``."""
     content = client.silent("", {"v": VALUES_EXPR}, timeout=timeout)
     if content is None:
-        client.km.interrupt_kernel()
-        return None, "the kernel did not hand over check_values in time"
+        return None, TOO_SLOW
     expr = (content.get("user_expressions") or {}) if isinstance(content, dict) else {}
     v = expr.get("v") if isinstance(expr, dict) else None
     if not isinstance(v, dict):
@@ -135,19 +169,34 @@ def fetch_values(client, timeout):
     return text, None
 
 
-def run(path, emit, cell_timeout=60.0, notebook_timeout=600.0, max_output_bytes=200_000,
-        check_cells=(), executed=None, workdir=None):
+def run(
+    path,
+    emit,
+    cell_timeout=60.0,
+    notebook_timeout=600.0,
+    max_output_bytes=200_000,
+    check_cells=(),
+    executed=None,
+    workdir=None,
+):
     """Execute the notebook at ``path`` and call ``emit(record)`` for each record (see above)."""
     nb = nbformat.read(path, as_version=4)
     workdir = workdir or os.path.dirname(os.path.abspath(path))
     deadline = time.monotonic() + notebook_timeout
     check_cells = set(check_cells)
     client = LimitedClient(
-        nb, timeout=int(cell_timeout), allow_errors=True, interrupt_on_timeout=True,
-        error_on_timeout={"ename": "CellTimeoutError",
-                          "evalue": f"the cell ran longer than {cell_timeout:g} s and was interrupted",
-                          "traceback": []},
-        kernel_name="python3", resources={"metadata": {"path": workdir}}, record_timing=False,
+        nb,
+        timeout=int(cell_timeout),
+        allow_errors=True,
+        interrupt_on_timeout=True,
+        error_on_timeout={
+            "ename": "CellTimeoutError",
+            "evalue": f"the cell ran longer than {cell_timeout:g} s and was interrupted",
+            "traceback": [],
+        },
+        kernel_name="python3",
+        resources={"metadata": {"path": workdir}},
+        record_timing=False,
         shutdown_kernel="immediate",
     )
     client.max_output_bytes = max_output_bytes
@@ -168,28 +217,38 @@ def run(path, emit, cell_timeout=60.0, notebook_timeout=600.0, max_output_bytes=
                 continue
             client.timeout = max(1, int(min(cell_timeout, remaining)))
             try:
-                if index in check_cells:   # no check_values left over from an earlier cell
-                    client.silent("check_values = None\ndel check_values",
-                                  timeout=min(SILENT_TIMEOUT, remaining))
+                if index in check_cells:  # no check_values left over from an earlier cell
+                    cleared = client.silent(
+                        "check_values = None\ndel check_values", timeout=min(SILENT_TIMEOUT, remaining)
+                    )
+                    if cleared is None and not recover(client, deadline):
+                        stop = STUCK
+                        emit({**base, "status": stop[0], "error": stop[1]})
+                        continue
                 client.execute_cell(cell, index)
                 status, error = cell_status(client, cell, index)
                 record = {**base, "status": status, "error": error}
                 if index in check_cells and status == "ok":
-                    text, why = fetch_values(client, max(1.0, min(SILENT_TIMEOUT, deadline - time.monotonic())))
+                    text, why = fetch_values(
+                        client, max(1.0, min(SILENT_TIMEOUT, deadline - time.monotonic()))
+                    )
                     if why is None:
                         record["values"] = text
                     else:
                         record["values_error"] = why
-                grace = max(1.0, min(INTERRUPT_GRACE, deadline - time.monotonic()))
-                if status == "timeout" and client.silent("", timeout=grace) is None:
-                    # the kernel ignores the interrupt: stop it rather than wait for the hard limit
-                    client.km.shutdown_kernel(now=True)
-                    stop = ("dead", "not run: the kernel ignored the interrupt after a time-out and was stopped")
+                    if why == TOO_SLOW and not recover(client, deadline):
+                        stop = STUCK
+                if status == "timeout" and not recover(client, deadline, interrupt=False):
+                    stop = STUCK  # the kernel ignores interrupts: do not wait for the hard limit
             except DeadKernelError:
                 record = {**base, "status": "dead", "error": "the kernel died (crashed or was killed)"}
                 stop = ("dead", "not run: the kernel died in an earlier cell")
             except CellTimeoutError:
-                record = {**base, "status": "timeout", "error": f"the cell ran longer than {client.timeout} s"}
+                record = {
+                    **base,
+                    "status": "timeout",
+                    "error": f"the cell ran longer than {client.timeout} s",
+                }
             emit(record)
         emit({"kind": "end", "cells": n_code})
     if executed:
@@ -211,7 +270,7 @@ def read_key(fd):
 def _write_all(fh, data):
     view = memoryview(data)
     while view:
-        view = view[fh.write(view):]
+        view = view[fh.write(view) :]
 
 
 def _make_undumpable():
@@ -220,7 +279,7 @@ def _make_undumpable():
     import ctypes
 
     libc = ctypes.CDLL(None, use_errno=True)
-    if libc.prctl(4, 0, 0, 0, 0) != 0:      # PR_SET_DUMPABLE = 4
+    if libc.prctl(4, 0, 0, 0, 0) != 0:  # PR_SET_DUMPABLE = 4
         raise OSError(ctypes.get_errno(), "prctl(PR_SET_DUMPABLE, 0) failed")
 
 
@@ -235,7 +294,7 @@ def main(argv=None):
     ap.add_argument("--max-output-bytes", type=int, default=200_000)
     ap.add_argument("--executed", help="also write the executed notebook here (local runs only)")
     args = ap.parse_args(argv)
-    _make_undumpable()                       # before the key is read, before any kernel exists
+    _make_undumpable()  # before the key is read, before any kernel exists
     key = read_key(args.key_fd)
     os.set_inheritable(args.results_fd, False)
     out = os.fdopen(args.results_fd, "wb", buffering=0)
@@ -247,8 +306,15 @@ def main(argv=None):
 
     try:
         checks = [int(x) for x in args.check_cells.split(",") if x]
-        run(args.notebook, emit, args.cell_timeout, args.notebook_timeout, args.max_output_bytes,
-            checks, args.executed)
+        run(
+            args.notebook,
+            emit,
+            args.cell_timeout,
+            args.notebook_timeout,
+            args.max_output_bytes,
+            checks,
+            args.executed,
+        )
     except Exception as exc:  # reported to the grader, never raised past it
         try:
             emit({"kind": "fatal", "error": _one_line(f"{type(exc).__name__}: {exc}")})

@@ -50,10 +50,11 @@ import sys
 import tempfile
 import time
 
-WORK = "/home/student"              # the notebook's working directory inside the sandbox
-SANDBOX_UID = 65534                 # the notebook's uid as it sees it (nobody)
-DEFAULT_UID_BASE = 64000            # host uids used for the sandboxes when the grader is root
+WORK = "/home/student"  # the notebook's working directory inside the sandbox
+SANDBOX_UID = 65534  # the notebook's uid as it sees it (nobody)
+DEFAULT_UID_BASE = 64000  # host uids used for the sandboxes when the grader is root
 KEY_BYTES = 32
+END_GRACE = 10.0  # seconds a sandbox has to exit after its runner's last record
 
 
 class SandboxUnavailable(RuntimeError):
@@ -68,7 +69,7 @@ class Limits:
 
     cell_timeout: float = 120.0
     notebook_timeout: float = 600.0
-    grace: float = 30.0              # hard limit = notebook_timeout + grace, then killed
+    grace: float = 30.0  # hard limit = notebook_timeout + grace, then killed
     max_output_bytes: int = 200_000  # output kept per cell by the runner
     max_stream_bytes: int = 32_000_000
     memory_bytes: int = 4 << 30
@@ -105,8 +106,13 @@ def _under(path, parent):
 def read_only_paths():
     """Host paths the sandbox binds read-only (each at the same path inside): the Python
     installation, the virtual environment, blrlib and coursework (when they live elsewhere)."""
-    wanted = [os.path.realpath(sys.base_prefix), sys.prefix, os.path.realpath(sys.prefix),
-              _package_dir("coursework"), _package_dir("blrlib")]
+    wanted = [
+        os.path.realpath(sys.base_prefix),
+        sys.prefix,
+        os.path.realpath(sys.prefix),
+        _package_dir("coursework"),
+        _package_dir("blrlib"),
+    ]
     paths = []
     for p in wanted:
         if _under(p, "/usr") or p in paths:
@@ -130,7 +136,9 @@ def _system_mounts():
     return args
 
 
-def _mounts(limits, notebook_fd, name):
+def _mounts(limits, notebook_fd, name, seeds=()):
+    """bubblewrap's arguments for the file system; ``seeds`` are ``(fd, path)`` of files copied
+    into the sandbox's /tmp (the matplotlib font cache)."""
     args = _system_mounts()
     made = set()
     for path in read_only_paths():
@@ -140,12 +148,59 @@ def _mounts(limits, notebook_fd, name):
                 made.add(parent)
                 args += ["--perms", "0755", "--dir", parent]
         args += ["--ro-bind", path, path]
-    args += ["--proc", "/proc", "--dev", "/dev",
-             "--perms", "1777", "--size", str(limits.disk_bytes), "--tmpfs", "/tmp",
-             "--perms", "1777", "--size", str(limits.disk_bytes), "--tmpfs", WORK,
-             "--perms", "0644", "--file", str(notebook_fd), f"{WORK}/{name}",
-             "--remount-ro", "/", "--chdir", WORK]
+    args += [
+        "--proc",
+        "/proc",
+        "--dev",
+        "/dev",
+        "--perms",
+        "1777",
+        "--size",
+        str(limits.disk_bytes),
+        "--tmpfs",
+        "/tmp",
+        "--perms",
+        "1777",
+        "--size",
+        str(limits.disk_bytes),
+        "--tmpfs",
+        WORK,
+        "--perms",
+        "0644",
+        "--file",
+        str(notebook_fd),
+        f"{WORK}/{name}",
+    ]
+    for folder in sorted({os.path.dirname(path) for _, path in seeds}):
+        args += ["--perms", "1777", "--dir", folder]
+    for fd, path in seeds:
+        args += ["--perms", "0644", "--file", str(fd), path]
+    args += ["--remount-ro", "/", "--chdir", WORK]
     return args
+
+
+def font_cache():
+    """matplotlib's font list, built once on the host with the grader's own environment.  A new
+    kernel with an empty cache folder spends several seconds scanning the fonts (about 3 s, 15 s
+    on a busy machine), so every sandbox gets a copy in its /tmp/matplotlib."""
+    import importlib.util
+
+    if importlib.util.find_spec("matplotlib") is None:
+        return {}
+    with tempfile.TemporaryDirectory(prefix="cw-mpl-") as folder:
+        env = dict(sandbox_env(), MPLCONFIGDIR=folder, HOME=folder, TMPDIR=folder)
+        try:
+            subprocess.run(
+                [sys.executable, "-I", "-c", "import matplotlib.font_manager"],
+                env=env,
+                stdin=subprocess.DEVNULL,
+                capture_output=True,
+                timeout=600,
+                check=False,
+            )
+        except (OSError, subprocess.SubprocessError):
+            return {}
+        return {p.name: p.read_bytes() for p in pathlib.Path(folder).glob("fontlist-*.json")}
 
 
 def sandbox_env(threads=1, home=WORK, tmp="/tmp"):
@@ -154,19 +209,37 @@ def sandbox_env(threads=1, home=WORK, tmp="/tmp"):
     threads = str(threads)
     return {
         "PATH": f"{os.path.dirname(sys.executable)}:/usr/local/bin:/usr/bin:/bin",
-        "HOME": home, "USER": "student", "LOGNAME": "student", "LANG": "C.UTF-8",
-        "TMPDIR": tmp, "MPLBACKEND": "Agg", "MPLCONFIGDIR": f"{tmp}/matplotlib",
-        "IPYTHONDIR": f"{tmp}/ipython", "JUPYTER_RUNTIME_DIR": f"{tmp}/jupyter-runtime",
-        "JUPYTER_CONFIG_DIR": f"{tmp}/jupyter-config", "JUPYTER_PLATFORM_DIRS": "1",
-        "PYTHONHASHSEED": "0", "PYTHONDONTWRITEBYTECODE": "1", "PYDEVD_DISABLE_FILE_VALIDATION": "1",
-        "OPENBLAS_NUM_THREADS": threads, "OMP_NUM_THREADS": threads, "MKL_NUM_THREADS": threads,
+        "HOME": home,
+        "USER": "student",
+        "LOGNAME": "student",
+        "LANG": "C.UTF-8",
+        "TMPDIR": tmp,
+        "MPLBACKEND": "Agg",
+        "MPLCONFIGDIR": f"{tmp}/matplotlib",
+        "IPYTHONDIR": f"{tmp}/ipython",
+        "JUPYTER_RUNTIME_DIR": f"{tmp}/jupyter-runtime",
+        "JUPYTER_CONFIG_DIR": f"{tmp}/jupyter-config",
+        "JUPYTER_PLATFORM_DIRS": "1",
+        "PYTHONHASHSEED": "0",
+        "PYTHONDONTWRITEBYTECODE": "1",
+        "PYDEVD_DISABLE_FILE_VALIDATION": "1",
+        "OPENBLAS_NUM_THREADS": threads,
+        "OMP_NUM_THREADS": threads,
+        "MKL_NUM_THREADS": threads,
     }
 
 
 def _prlimit(limits, processes):
-    return ["prlimit", f"--as={limits.memory_bytes}", f"--cpu={limits.cpu_seconds}",
-            f"--fsize={limits.file_bytes}", f"--nproc={processes}", f"--nofile={limits.open_files}",
-            "--core=0", "--"]
+    return [
+        "prlimit",
+        f"--as={limits.memory_bytes}",
+        f"--cpu={limits.cpu_seconds}",
+        f"--fsize={limits.file_bytes}",
+        f"--nproc={processes}",
+        f"--nofile={limits.open_files}",
+        "--core=0",
+        "--",
+    ]
 
 
 def _uid_processes(uid):
@@ -196,7 +269,7 @@ def kill_uid(uid):
         except OSError:
             continue
         try:
-            if pid in _uid_processes(uid):     # still the same process and uid (pidfd pins it)
+            if pid in _uid_processes(uid):  # still the same process and uid (pidfd pins it)
                 signal.pidfd_send_signal(fd, signal.SIGKILL)
         except OSError:
             pass
@@ -215,6 +288,7 @@ class Sandbox:
     def __init__(self, unsafe=False, slots=1, uid_base=DEFAULT_UID_BASE, limits=Limits()):
         self.unsafe, self.slots, self.uid_base, self.limits = unsafe, slots, uid_base, limits
         self.root = os.geteuid() == 0
+        self.seeds = {}  # file name -> bytes, copied into each sandbox's /tmp/matplotlib
         # the cores shared among the notebooks that run at once (BLAS threads of each kernel)
         self.threads = max(1, (os.cpu_count() or 1) // max(1, slots))
 
@@ -222,89 +296,168 @@ class Sandbox:
     def describe(self):
         if self.unsafe:
             return "NO SANDBOX (--unsafe-no-sandbox): notebooks ran with the grader's permissions"
-        who = (f"host uids {self.uid_base}..{self.uid_base + self.slots - 1}" if self.root
-               else f"the grader's uid {os.geteuid()}")
+        who = (
+            f"host uids {self.uid_base}..{self.uid_base + self.slots - 1}"
+            if self.root
+            else f"the grader's uid {os.geteuid()}"
+        )
         lim = self.limits
-        return (f"bubblewrap sandbox: uid {SANDBOX_UID} in new user/mount/PID/network namespaces "
-                f"({who}); limits per process {lim.memory_bytes >> 20} MiB memory, "
-                f"{lim.cpu_seconds} s CPU, {lim.file_bytes >> 20} MiB per file; "
-                f"{lim.processes} processes; 2 x {lim.disk_bytes >> 20} MiB writable")
+        return (
+            f"bubblewrap sandbox: uid {SANDBOX_UID} in new user/mount/PID/network namespaces "
+            f"({who}); limits per process {lim.memory_bytes >> 20} MiB memory, "
+            f"{lim.cpu_seconds} s CPU, {lim.file_bytes >> 20} MiB per file; "
+            f"{lim.processes} processes; 2 x {lim.disk_bytes >> 20} MiB writable"
+        )
 
     def check(self, hidden=()):
         """Make sure the sandbox works here and hides the host paths ``hidden`` (the book, the
         submissions, the grades); raise :class:`SandboxUnavailable` if not."""
         if self.unsafe:
+            self.seeds = font_cache()
             return
         for tool in ("bwrap", "prlimit") + (("setpriv",) if self.root else ()):
             if shutil.which(tool) is None:
                 raise SandboxUnavailable(
                     f"'{tool}' is not installed, so notebooks cannot be sandboxed "
                     "(Debian/Ubuntu: apt-get install bubblewrap util-linux). To grade anyway, "
-                    "without any protection from the submissions, pass --unsafe-no-sandbox.")
+                    "without any protection from the submissions, pass --unsafe-no-sandbox."
+                )
         if self.root:
             for slot in range(self.slots):
                 uid = self.uid_base + slot
                 try:
                     user = pwd.getpwuid(uid).pw_name
                 except KeyError:
-                    kill_uid(uid)       # left over from an interrupted grading run
+                    kill_uid(uid)  # left over from an interrupted grading run
                     continue
-                raise SandboxUnavailable(f"uid {uid} belongs to the account {user!r}; choose "
-                                         "sandbox uids no account uses with --sandbox-uid-base")
+                raise SandboxUnavailable(
+                    f"uid {uid} belongs to the account {user!r}; choose "
+                    "sandbox uids no account uses with --sandbox-uid-base"
+                )
+        self.seeds = font_cache()
         hidden = [os.path.realpath(p) for p in hidden]
         run = self.execute(b"{}", "probe.ipynb", timeout=60, slot=0, probe=hidden)
         rec = run.records[1] if len(run.records) > 1 else {}
         binds = read_only_paths()
-        allowed = {p: sorted({pathlib.PurePosixPath(b).relative_to(p).parts[0] for b in binds
-                              if _under(b, p) and b != p}) for p in hidden}
+        allowed = {
+            p: sorted(
+                {pathlib.PurePosixPath(b).relative_to(p).parts[0] for b in binds if _under(b, p) and b != p}
+            )
+            for p in hidden
+        }
         seen = rec.get("seen") if isinstance(rec.get("seen"), dict) else {}
         leaks = []
         for p in hidden:
             shown = seen.get(p)
             if shown is False or (isinstance(shown, list) and allowed[p] and set(shown) <= set(allowed[p])):
-                continue        # absent, or only the parent of bound paths, showing just those
+                continue  # absent, or only the parent of bound paths, showing just those
             leaks.append(p)
         want = {"uid": SANDBOX_UID, "caps": 0, "writable": []}
         got = {k: rec.get(k) for k in want}
         if run.problem or got != want or leaks:
-            detail = run.problem or (f"the probe saw {got}, expected {want}" if got != want else
-                                     f"these host paths are visible inside: {leaks}")
-            hint = ("" if not run.problem else " User namespaces must be allowed (sysctl "
-                    "user.max_user_namespaces > 0; on Ubuntu also "
-                    "kernel.apparmor_restrict_unprivileged_userns=0).")
+            detail = run.problem or (
+                f"the probe saw {got}, expected {want}"
+                if got != want
+                else f"these host paths are visible inside: {leaks}"
+            )
+            hint = (
+                ""
+                if not run.problem
+                else " User namespaces must be allowed (sysctl "
+                "user.max_user_namespaces > 0; on Ubuntu also "
+                "kernel.apparmor_restrict_unprivileged_userns=0)."
+            )
             said = run.stderr.strip()[-500:]
             raise SandboxUnavailable(
                 f"the sandbox does not work here: {detail}"
-                + (f"; bubblewrap said: {said}" if said else "") + "." + hint
+                + (f"; bubblewrap said: {said}" if said else "")
+                + "."
+                + hint
                 + " To grade anyway, without any protection from the submissions, pass "
-                "--unsafe-no-sandbox.")
+                "--unsafe-no-sandbox."
+            )
 
     # ------------------------------------------------------------------ one notebook
-    def command(self, name, runner_args, fds, slot, workdir=None):
-        """The argv that runs the runner (fds: results, key, info, notebook)."""
+    def command(self, name, runner_args, fds, slot, workdir=None, seeds=()):
+        """The argv that runs the runner (fds: results, key, info, notebook; ``seeds`` are
+        ``(fd, path)`` of files to put into the sandbox)."""
         res_fd, key_fd, info_fd, nb_fd = fds
-        py = [sys.executable, "-I", "-m", "coursework.runner", f"{workdir or WORK}/{name}",
-              "--results-fd", str(res_fd), "--key-fd", str(key_fd)] + list(runner_args)
+        py = [
+            sys.executable,
+            "-I",
+            "-m",
+            "coursework.runner",
+            f"{workdir or WORK}/{name}",
+            "--results-fd",
+            str(res_fd),
+            "--key-fd",
+            str(key_fd),
+        ] + list(runner_args)
         if self.unsafe:
             return _prlimit(self.limits, self.limits.processes + _count_own()) + py
-        common = ["--unshare-pid", "--unshare-net", "--unshare-ipc", "--unshare-uts",
-                  "--unshare-cgroup-try", "--die-with-parent", "--new-session",
-                  "--info-fd", str(info_fd), "--clearenv"]
+        common = [
+            "--unshare-pid",
+            "--unshare-net",
+            "--unshare-ipc",
+            "--unshare-uts",
+            "--unshare-cgroup-try",
+            "--die-with-parent",
+            "--new-session",
+            "--info-fd",
+            str(info_fd),
+            "--clearenv",
+        ]
         for key, value in sandbox_env(self.threads).items():
             common += ["--setenv", key, value]
-        common += _mounts(self.limits, nb_fd, name)
+        common += _mounts(self.limits, nb_fd, name, seeds)
         if self.root:
             uid = str(self.uid_base + slot)
-            return (_prlimit(self.limits, self.limits.processes)
-                    + ["bwrap"] + common
-                    + ["--", "setpriv", f"--reuid={uid}", f"--regid={uid}", "--clear-groups",
-                       "--inh-caps=-all", "--bounding-set=-all", "--no-new-privs",
-                       "--", "bwrap", "--unshare-user", "--uid", str(SANDBOX_UID),
-                       "--gid", str(SANDBOX_UID), "--disable-userns", "--dev-bind", "/", "/",
-                       "--die-with-parent", "--chdir", WORK, "--"] + py)
-        return (_prlimit(self.limits, self.limits.processes + _count_own())
-                + ["bwrap", "--unshare-user", "--uid", str(SANDBOX_UID), "--gid", str(SANDBOX_UID),
-                   "--disable-userns"] + common + ["--"] + py)
+            return (
+                _prlimit(self.limits, self.limits.processes)
+                + ["bwrap"]
+                + common
+                + [
+                    "--",
+                    "setpriv",
+                    f"--reuid={uid}",
+                    f"--regid={uid}",
+                    "--clear-groups",
+                    "--inh-caps=-all",
+                    "--bounding-set=-all",
+                    "--no-new-privs",
+                    "--",
+                    "bwrap",
+                    "--unshare-user",
+                    "--uid",
+                    str(SANDBOX_UID),
+                    "--gid",
+                    str(SANDBOX_UID),
+                    "--disable-userns",
+                    "--dev-bind",
+                    "/",
+                    "/",
+                    "--die-with-parent",
+                    "--chdir",
+                    WORK,
+                    "--",
+                ]
+                + py
+            )
+        return (
+            _prlimit(self.limits, self.limits.processes + _count_own())
+            + [
+                "bwrap",
+                "--unshare-user",
+                "--uid",
+                str(SANDBOX_UID),
+                "--gid",
+                str(SANDBOX_UID),
+                "--disable-userns",
+            ]
+            + common
+            + ["--"]
+            + py
+        )
 
     def execute(self, notebook, name, runner_args=(), timeout=None, slot=0, probe=False):
         """Run the notebook (bytes of its JSON, named ``name`` in the work directory); return a
@@ -316,6 +469,11 @@ class Sandbox:
         r_key, w_key = os.pipe()
         r_info, w_info = os.pipe()
         nb_fd = os.memfd_create("notebook", 0)
+        seeds = (
+            []
+            if self.unsafe
+            else [(_memfd(data), f"/tmp/matplotlib/{fname}") for fname, data in self.seeds.items()]
+        )
         workdir = None
         try:
             os.write(w_key, key)
@@ -325,26 +483,39 @@ class Sandbox:
             if self.unsafe:
                 workdir = tempfile.mkdtemp(prefix="cw-unsafe-")
                 pathlib.Path(workdir, name).write_bytes(notebook)
-                os.mkdir(os.path.join(workdir, ".tmp"))
+                os.makedirs(os.path.join(workdir, ".tmp", "matplotlib"))
+                for fname, data in self.seeds.items():
+                    pathlib.Path(workdir, ".tmp", "matplotlib", fname).write_bytes(data)
             fds = (w_res, r_key, w_info, nb_fd)
-            cmd = self.command(name, runner_args, fds, slot, workdir)
+            cmd = self.command(name, runner_args, fds, slot, workdir, seeds)
             if probe is not False:
                 i = cmd.index("-m")
                 cmd[i:] = ["-c", PROBE, str(w_res), str(r_key), json.dumps(list(probe))]
-            env = (sandbox_env(self.threads, workdir, f"{workdir}/.tmp") if self.unsafe
-                   else {"PATH": "/usr/sbin:/usr/bin:/sbin:/bin"})
+            env = (
+                sandbox_env(self.threads, workdir, f"{workdir}/.tmp")
+                if self.unsafe
+                else {"PATH": "/usr/sbin:/usr/bin:/sbin:/bin"}
+            )
             try:
-                proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                                        stderr=subprocess.PIPE, pass_fds=fds, env=env,
-                                        cwd=workdir or "/", start_new_session=True)
+                proc = subprocess.Popen(
+                    cmd,
+                    stdin=subprocess.DEVNULL,
+                    stdout=subprocess.DEVNULL,
+                    stderr=subprocess.PIPE,
+                    pass_fds=fds + tuple(fd for fd, _ in seeds),
+                    env=env,
+                    cwd=workdir or "/",
+                    start_new_session=True,
+                )
             except OSError as exc:
                 return Run([], f"the sandbox could not start: {exc}", time.monotonic() - t0)
         finally:
-            for fd in (w_res, r_key, w_info, nb_fd):
+            for fd in (w_res, r_key, w_info, nb_fd) + tuple(fd for fd, _ in seeds):
                 os.close(fd)
         try:
-            lines, problem, stderr, child = _collect(proc, r_res, r_info, t0 + timeout,
-                                                     self.limits.max_stream_bytes)
+            lines, problem, stderr, child = _collect(
+                proc, r_res, r_info, t0 + timeout, self.limits.max_stream_bytes
+            )
         finally:
             _teardown(proc, getattr(proc, "_cw_child", None))
             if self.root and not self.unsafe:
@@ -356,9 +527,12 @@ class Sandbox:
         if problem is None:
             if not records or records[-1].get("kind") != "end":
                 fatal = next((r.get("error") for r in records if r.get("kind") == "fatal"), None)
-                problem = (f"the notebook runner failed: {fatal}" if fatal else
-                           f"the notebook runner stopped without finishing (exit status {proc.returncode}): "
-                           "it was killed or crashed")
+                problem = (
+                    f"the notebook runner failed: {fatal}"
+                    if fatal
+                    else f"the notebook runner stopped without finishing (exit status {proc.returncode}): "
+                    "it was killed or crashed"
+                )
         return Run(records, problem, time.monotonic() - t0, stderr)
 
 
@@ -368,6 +542,13 @@ def _count_own():
         return len(_uid_processes(os.getuid())) + 64
     except OSError:
         return 256
+
+
+def _memfd(data):
+    fd = os.memfd_create("seed", 0)
+    _write_all(fd, data)
+    os.lseek(fd, 0, os.SEEK_SET)
+    return fd
 
 
 def _write_all(fd, data):
@@ -385,12 +566,13 @@ def _collect(proc, r_res, r_info, deadline, max_bytes):
     sel.register(r_info, selectors.EVENT_READ, "info")
     sel.register(proc.stderr.fileno(), selectors.EVENT_READ, "err")
     res, info, err = bytearray(), bytearray(), bytearray()
-    problem = None
+    problem, ended = None, False
     try:
         while sel.get_map():
             remaining = deadline - time.monotonic()
             if remaining <= 0:
-                problem = "stopped: the notebook exceeded its hard time limit"
+                if not ended:  # after the last record the results are complete anyway
+                    problem = "stopped: the notebook exceeded its hard time limit"
                 break
             for key, _ in sel.select(min(remaining, 1.0)):
                 data = os.read(key.fd, 1 << 16)
@@ -402,6 +584,13 @@ def _collect(proc, r_res, r_info, deadline, max_bytes):
                     if len(res) > max_bytes:
                         problem = f"stopped: the notebook's results exceeded {max_bytes} bytes"
                         break
+                    if (
+                        not ended
+                        and res.endswith(b"\n")
+                        and b' {"kind": "end"' in res[res.rfind(b"\n", 0, -1) :]
+                    ):
+                        ended = True  # the sandbox now has END_GRACE s to exit
+                        deadline = min(deadline, time.monotonic() + END_GRACE)
                 elif key.data == "info":
                     info += data[: 4096 - len(info)]
                     _pin_child(proc, info)
@@ -416,7 +605,7 @@ def _collect(proc, r_res, r_info, deadline, max_bytes):
     lines = bytes(res).split(b"\n")
     if lines and lines[-1] == b"":
         lines.pop()
-    elif lines:                                   # a last line without its newline: cut
+    elif lines:  # a last line without its newline: cut
         problem = problem or "the results stream was cut in the middle of a line"
     return lines, problem, err.decode("utf-8", "replace"), getattr(proc, "_cw_child", None)
 
@@ -463,7 +652,10 @@ def verify(lines, key):
     for seq, line in enumerate(lines):
         mac, _, text = line.partition(b" ")
         if not hmac.compare_digest(mac, sign(key, seq, text).encode()):
-            return records, f"the results stream was tampered with (line {seq + 1} is not signed by the runner)"
+            return (
+                records,
+                f"the results stream was tampered with (line {seq + 1} is not signed by the runner)",
+            )
         try:
             rec = json.loads(text)
         except (ValueError, RecursionError):

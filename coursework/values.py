@@ -25,7 +25,7 @@ import math
 MAX_KEYS = 64
 MAX_NDIM = 8
 MAX_ELEMENTS = 1_000_000
-MAX_TEXT = 8_000_000          # characters of JSON text per check cell
+MAX_TEXT = 8_000_000  # characters of JSON text per check cell
 
 
 class MalformedValues(ValueError):
@@ -59,14 +59,16 @@ def dumps(values):
             raise TypeError(f"check_values keys must be strings, got {key!r}")
         arr = np.asarray(value)
         if arr.dtype.kind not in "biuf":
-            raise TypeError(f"check_values[{key!r}] must be a number or an array of numbers, "
-                            f"got {type(value).__name__} (dtype {arr.dtype})")
+            raise TypeError(
+                f"check_values[{key!r}] must be a number or an array of numbers, "
+                f"got {type(value).__name__} (dtype {arr.dtype})"
+            )
         out[key] = {"shape": list(arr.shape), "data": arr.astype(float).ravel().tolist()}
     return _JSONText(json.dumps(out))
 
 
 def _number(x):
-    if type(x) is float or type(x) is int:         # not bool, not a subclass
+    if type(x) is float or type(x) is int:  # not bool, not a subclass
         return float(x)
     raise MalformedValues(f"expected a number, got {type(x).__name__}")
 
@@ -95,8 +97,11 @@ def loads(text):
         if not isinstance(entry, dict) or set(entry) != {"shape", "data"}:
             raise MalformedValues(f"entry {key[:40]!r} is not {{shape, data}}")
         shape, data = entry["shape"], entry["data"]
-        if (not isinstance(shape, list) or len(shape) > MAX_NDIM
-                or not all(type(n) is int and 0 <= n <= MAX_ELEMENTS for n in shape)):
+        if (
+            not isinstance(shape, list)
+            or len(shape) > MAX_NDIM
+            or not all(type(n) is int and 0 <= n <= MAX_ELEMENTS for n in shape)
+        ):
             raise MalformedValues(f"entry {key[:40]!r} has an invalid shape")
         size = math.prod(shape)
         if not isinstance(data, list) or len(data) != size:
@@ -138,6 +143,7 @@ def compare(expected, got, rtol, atol):
             else:
                 rel = abs(g - e) / abs(e) if e and math.isfinite(g - e) else float("inf")
                 what = f"differs (relative difference {rel:.1e})"
-            return (f"check_values[{key!r}]{where} {what}, tolerance rtol={rtol:g}, atol={atol:g}"
-                    + (f"; {len(bad)} of {len(e_data)} entries differ" if len(e_data) > 1 else ""))
+            return f"check_values[{key!r}]{where} {what}, tolerance rtol={rtol:g}, atol={atol:g}" + (
+                f"; {len(bad)} of {len(e_data)} entries differ" if len(e_data) > 1 else ""
+            )
     return None

@@ -30,7 +30,7 @@ import textwrap
 # the attacks: student name -> (code of the ex-fx-zero answer cell, code of the ex-fx-loglik answer
 # cell or None for the correct one, expected (zero, loglik) points, substring of the zero error)
 
-READER = r'''
+READER = r"""
 import json, os, pathlib
 import blrlib
 found = []
@@ -63,9 +63,9 @@ if hit:   # run the instructor's own answer
     exec("".join(found[0]["source"]))
 else:
     p0 = 0.4
-'''
+"""
 
-PATCHER = r'''
+PATCHER = r"""
 import builtins, numpy as np, blrlib
 builtins.abs = lambda x: 0.0                 # the check's abs(p0 - 0.5) < 1e-12 now passes
 np.isclose = lambda *a, **k: True
@@ -74,26 +74,26 @@ np.testing.assert_allclose = lambda *a, **k: None
 blrlib.log_likelihood = lambda w, X, y: 0.0
 blrlib.log_sigmoid = lambda a: 0.0 * a
 p0 = 0.4
-'''
+"""
 WRONG_LOGLIK = "def my_log_likelihood(w, X, y):\n    return 0.0"
 
-HOOK_BLANK = r'''
+HOOK_BLANK = r"""
 def _blank(lines):
     return [] if any("check_values" in l and "p0" in l for l in lines) else lines
 get_ipython().input_transformers_cleanup.append(_blank)
 p0 = 0.4
-'''
+"""
 
-HOOK_REWRITE = r'''
+HOOK_REWRITE = r"""
 def _rewrite(lines):     # the check cell keeps its values but loses its assertion
     if any('"p0"' in l for l in lines):
         return ['check_values = {"p0": p0}\n']
     return lines
 get_ipython().input_transformers_cleanup.append(_rewrite)
 p0 = 0.4
-'''
+"""
 
-HOOK_POST = r'''
+HOOK_POST = r"""
 import builtins, coursework.values
 builtins.abs = lambda x: 0.0                 # the check cell passes in the kernel...
 def _swap(result):      # after every cell: check_values of the wrong kind, a forged encoder
@@ -101,7 +101,7 @@ def _swap(result):      # after every cell: check_values of the wrong kind, a fo
 get_ipython().events.register("post_run_cell", _swap)
 coursework.values.dumps = lambda v: '{"p0": {"shape": [], "data": ["0.5"]}}'
 p0 = 0.4
-'''
+"""
 
 RIGGED = r'''
 import numpy as np
@@ -132,7 +132,7 @@ class Slow:
 p0 = Slow()
 '''
 
-FORGER = r'''
+FORGER = r"""
 import hashlib, hmac, json, os, stat
 record = {"kind": "cell", "index": 4, "status": "ok", "error": "",
           "values": json.dumps({"p0": {"shape": [], "data": [0.5]}})}
@@ -166,9 +166,9 @@ for pid in [p for p in os.listdir("/proc") if p.isdigit()]:   # the runner's mem
     except OSError:
         pass
 p0 = 0.5 if hit else 0.4
-'''
+"""
 
-KILLER = r'''
+KILLER = r"""
 import os, signal
 for pid in sorted((int(p) for p in os.listdir("/proc") if p.isdigit()), reverse=True):
     if pid != os.getpid():
@@ -177,15 +177,15 @@ for pid in sorted((int(p) for p in os.listdir("/proc") if p.isdigit()), reverse=
         except OSError:
             pass
 p0 = 0.4
-'''
+"""
 
-STOPPER = r'''
+STOPPER = r"""
 import os, signal
 os.kill(os.getppid(), signal.SIGSTOP)       # the runner freezes: only the hard limit ends it
 p0 = 0.4
-'''
+"""
 
-WRITER = r'''
+WRITER = r"""
 import os, pathlib, shutil, json
 hit = []
 def attempt(what, fn):
@@ -216,7 +216,7 @@ for path in (blrlib.__file__, coursework.values.__file__,
     attempt(f"repo:{path}", lambda path=path: open(path, "a").close())
 attempt("marker", lambda: open(pathlib.Path(CTX["marker_dir"]) / f"writer-{CTX['token']}", "x").close())
 p0 = 0.5 if hit else 0.4
-'''
+"""
 
 SURVIVOR = r'''
 import os, subprocess, sys, textwrap
@@ -245,7 +245,7 @@ subprocess.Popen(["nohup", "sh", "-c", f"sleep 600; echo {CTX['token']}"],
 p0 = 0.4
 '''
 
-NETWORK = r'''
+NETWORK = r"""
 import socket
 hit = []
 payload = f"{CTX['token']} stolen".encode()
@@ -276,9 +276,9 @@ try:
 except OSError:
     pass
 p0 = 0.5 if hit else 0.4
-'''
+"""
 
-MEMORY = r'''
+MEMORY = r"""
 import numpy as np
 hit = False
 try:
@@ -296,9 +296,9 @@ except MemoryError:
     pass
 del chunks
 p0 = 0.5 if hit else 0.4
-'''
+"""
 
-DISK = r'''
+DISK = r"""
 import os
 written = 0
 try:
@@ -316,7 +316,7 @@ for i in range(64):                         # and many files in /tmp
     except OSError:
         break
 p0 = 0.5 if written >= 1 << 30 else 0.4
-'''
+"""
 
 FORKBOMB = r'''
 import os, subprocess, sys, time
@@ -336,7 +336,7 @@ count = sum(1 for p in os.listdir("/proc") if p.isdigit())
 p0 = 0.5 if count > 1000 else 0.4
 '''
 
-ESCAPE = r'''
+ESCAPE = r"""
 import ctypes, os, signal, subprocess
 hit = []
 try:
@@ -359,7 +359,7 @@ except OSError:
 if os.path.exists("/proc/1/root/work") or os.path.exists("/proc/1/root/etc/passwd"):
     hit.append("/proc/1/root")
 p0 = 0.5 if hit else 0.4
-'''
+"""
 
 ATTACKS = {
     # name: (zero answer, loglik answer or None, (zero, loglik) expected, error of ex-fx-zero)

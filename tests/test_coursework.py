@@ -36,12 +36,16 @@ def _jobs():
 
 # ----------------------------------------------------------------------------- structure
 
+
 def test_fixture_book_follows_the_conventions():
     for path in book.toc_notebooks(FIXTURES):
         assert book.structure_problems(book.read(path), path.name) == []
     exs = book.exercises(book.read(FX_A))
     assert [(e.label, e.coding, e.by_hand, e.points) for e in exs] == [
-        ("ex-fx-zero", True, False, 1.0), ("ex-fx-loglik", True, False, 3.0), ("ex-fx-paper", False, True, 2.0)]
+        ("ex-fx-zero", True, False, 1.0),
+        ("ex-fx-loglik", True, False, 3.0),
+        ("ex-fx-paper", False, True, 2.0),
+    ]
     assert exs[2].manual == [11]
 
 
@@ -51,40 +55,71 @@ def _mutate(fn):
     return book.structure_problems(nb, "fx")
 
 
-@pytest.mark.parametrize("mutation, expected", [
-    (lambda nb: nb.cells.pop(4), "0 check cells"),
-    (lambda nb: nb.cells.insert(4, nbformat.v4.new_code_cell("x = 1")), "does not immediately follow"),
-    (lambda nb: nb.cells[4].metadata.nbgrader.update(points=0), "points=0"),
-    (lambda nb: nb.cells[4].metadata.nbgrader.update(grade_id="ex-fx-other-check"), "grade_id='ex-fx-other-check'"),
-    (lambda nb: nb.cells[3].metadata.nbgrader.update(grade_id="zero"), "grade_id='zero'"),
-    (lambda nb: nb.cells.insert(4, copy.deepcopy(nb.cells[3])), "2 answer cells"),
-    (lambda nb: nb.cells[3].update(source="p0 = 0.5"), "BEGIN SOLUTION"),
-    (lambda nb: nb.cells[3].metadata.update(tags=[]), "not tagged hide-input"),
-    (lambda nb: nb.cells[1].update(source="### BEGIN SOLUTION\nx = 1\n### END SOLUTION"), "not an nbgrader solution cell"),
-    (lambda nb: nb.cells.pop(5), "no {solution} directive"),
-    (lambda nb: nb.cells[2].update(source="```{exercise} No label\nText\n```"), "has no :label:"),
-    # what the stub states, check_values, tolerances (CONVENTIONS section 4)
-    (lambda nb: nb.cells[3].update(source="### BEGIN SOLUTION\np0 = 0.5\n### END SOLUTION"),
-     "states nothing outside the solution markers"),
-    (lambda nb: nb.cells[3].update(source="# Answer here.\n### BEGIN SOLUTION\np0 = 0.5\n### END SOLUTION"),
-     "names none of the values the solution assigns (p0)"),
-    (lambda nb: nb.cells[7].update(source="### BEGIN SOLUTION\ndef my_log_likelihood(w, X, y):\n"
-                                          "    return 0.0\n### END SOLUTION"), "states nothing outside"),
-    (lambda nb: nb.cells[4].update(source="assert abs(p0 - 0.5) < 1e-12"), "does not assign check_values"),
-    (lambda nb: nb.cells[8].metadata.update(coursework={"rtol": -1.0}), "coursework.rtol must be a finite number >= 0"),
-    (lambda nb: nb.cells[8].metadata.update(coursework={"tol": 1e-3}), "keys rtol and/or atol"),
-    # the pen-and-paper answer cell
-    (lambda nb: nb.cells.pop(11), "no answer cell"),
-    (lambda nb: nb.cells.insert(12, nb.cells.pop(11)), "does not immediately follow the exercise cell"),
-    (lambda nb: nb.cells.insert(11, copy.deepcopy(nb.cells[11])), "2 markdown answer cells"),
-    (lambda nb: nb.cells[11].metadata.nbgrader.update(points=0), "answer cell 11 has points=0"),
-    (lambda nb: nb.cells[11].metadata.nbgrader.update(locked=True), "answer cell 11 has nbgrader locked=True"),
-    (lambda nb: nb.cells[11].metadata.nbgrader.update(grade_id="paper"), "grade_id='paper'"),
-    (lambda nb: nb.cells[11].metadata.update(tags=[]), "not tagged remove-cell"),
-    (lambda nb: nb.cells[11].update(source=" "), "is empty"),
-    (lambda nb: nb.cells[11].metadata.nbgrader.update(grade=False), "is not a pen-and-paper answer cell"),
-    (lambda nb: nb.cells[12].metadata.update(nbgrader=dict(nb.cells[11].metadata.nbgrader)), "2 markdown answer cells"),
-])
+@pytest.mark.parametrize(
+    "mutation, expected",
+    [
+        (lambda nb: nb.cells.pop(4), "0 check cells"),
+        (lambda nb: nb.cells.insert(4, nbformat.v4.new_code_cell("x = 1")), "does not immediately follow"),
+        (lambda nb: nb.cells[4].metadata.nbgrader.update(points=0), "points=0"),
+        (
+            lambda nb: nb.cells[4].metadata.nbgrader.update(grade_id="ex-fx-other-check"),
+            "grade_id='ex-fx-other-check'",
+        ),
+        (lambda nb: nb.cells[3].metadata.nbgrader.update(grade_id="zero"), "grade_id='zero'"),
+        (lambda nb: nb.cells.insert(4, copy.deepcopy(nb.cells[3])), "2 answer cells"),
+        (lambda nb: nb.cells[3].update(source="p0 = 0.5"), "BEGIN SOLUTION"),
+        (lambda nb: nb.cells[3].metadata.update(tags=[]), "not tagged hide-input"),
+        (
+            lambda nb: nb.cells[1].update(source="### BEGIN SOLUTION\nx = 1\n### END SOLUTION"),
+            "not an nbgrader solution cell",
+        ),
+        (lambda nb: nb.cells.pop(5), "no {solution} directive"),
+        (lambda nb: nb.cells[2].update(source="```{exercise} No label\nText\n```"), "has no :label:"),
+        # what the stub states, check_values, tolerances (CONVENTIONS section 4)
+        (
+            lambda nb: nb.cells[3].update(source="### BEGIN SOLUTION\np0 = 0.5\n### END SOLUTION"),
+            "states nothing outside the solution markers",
+        ),
+        (
+            lambda nb: nb.cells[3].update(
+                source="# Answer here.\n### BEGIN SOLUTION\np0 = 0.5\n### END SOLUTION"
+            ),
+            "names none of the values the solution assigns (p0)",
+        ),
+        (
+            lambda nb: nb.cells[7].update(
+                source="### BEGIN SOLUTION\ndef my_log_likelihood(w, X, y):\n    return 0.0\n### END SOLUTION"
+            ),
+            "states nothing outside",
+        ),
+        (
+            lambda nb: nb.cells[4].update(source="assert abs(p0 - 0.5) < 1e-12"),
+            "does not assign check_values",
+        ),
+        (
+            lambda nb: nb.cells[8].metadata.update(coursework={"rtol": -1.0}),
+            "coursework.rtol must be a finite number >= 0",
+        ),
+        (lambda nb: nb.cells[8].metadata.update(coursework={"tol": 1e-3}), "keys rtol and/or atol"),
+        # the pen-and-paper answer cell
+        (lambda nb: nb.cells.pop(11), "no answer cell"),
+        (lambda nb: nb.cells.insert(12, nb.cells.pop(11)), "does not immediately follow the exercise cell"),
+        (lambda nb: nb.cells.insert(11, copy.deepcopy(nb.cells[11])), "2 markdown answer cells"),
+        (lambda nb: nb.cells[11].metadata.nbgrader.update(points=0), "answer cell 11 has points=0"),
+        (
+            lambda nb: nb.cells[11].metadata.nbgrader.update(locked=True),
+            "answer cell 11 has nbgrader locked=True",
+        ),
+        (lambda nb: nb.cells[11].metadata.nbgrader.update(grade_id="paper"), "grade_id='paper'"),
+        (lambda nb: nb.cells[11].metadata.update(tags=[]), "not tagged remove-cell"),
+        (lambda nb: nb.cells[11].update(source=" "), "is empty"),
+        (lambda nb: nb.cells[11].metadata.nbgrader.update(grade=False), "is not a pen-and-paper answer cell"),
+        (
+            lambda nb: nb.cells[12].metadata.update(nbgrader=dict(nb.cells[11].metadata.nbgrader)),
+            "2 markdown answer cells",
+        ),
+    ],
+)
 def test_structure_problems_are_found(mutation, expected):
     problems = _mutate(mutation)
     assert any(expected in p for p in problems), problems
@@ -120,7 +155,10 @@ def test_grade_ids_unique_across_the_book():
 def test_chapter_summary_reads_goals_and_time():
     s = book.chapter_summary(book.read(FX_A))
     assert s["title"] == "Fixture chapter A: the sigmoid"
-    assert s["goals"] == ["compute the sigmoid with `blrlib`", r"write the log-likelihood $\ell(\mathbf w)$ yourself"]
+    assert s["goals"] == [
+        "compute the sigmoid with `blrlib`",
+        r"write the log-likelihood $\ell(\mathbf w)$ yourself",
+    ]
     assert (s["minutes"], s["stated"]) == (30, True)
     s = book.chapter_summary(book.read(FX_B))
     assert s["stated"] is False and s["minutes"] % 5 == 0 and s["minutes"] >= 15
@@ -135,14 +173,20 @@ def test_chapter_has_title_and_learning_goals(path):
 
 # ----------------------------------------------------------------------------- student edition
 
-@pytest.mark.parametrize("text, expected", [
-    ("````{solution} ex-a\n:class: dropdown\n\nWork.\n\n```python\nx = 1\n```\n````", ""),
-    ("```{solution} ex-a\n:class: dropdown\n\nWork.\n```", ""),
-    (":::{solution} ex-a\nWork.\n:::", ""),
-    ("Before.\n\n````{solution} ex-a\nWork.\n````\n\nAfter.", "Before.\n\nAfter."),
-    ("````{exercise} T\n:label: ex-a\n\nDo it.\n````\n\n````{solution} ex-a\nWork.\n````",
-     "````{exercise} T\n:label: ex-a\n\nDo it.\n````"),
-])
+
+@pytest.mark.parametrize(
+    "text, expected",
+    [
+        ("````{solution} ex-a\n:class: dropdown\n\nWork.\n\n```python\nx = 1\n```\n````", ""),
+        ("```{solution} ex-a\n:class: dropdown\n\nWork.\n```", ""),
+        (":::{solution} ex-a\nWork.\n:::", ""),
+        ("Before.\n\n````{solution} ex-a\nWork.\n````\n\nAfter.", "Before.\n\nAfter."),
+        (
+            "````{exercise} T\n:label: ex-a\n\nDo it.\n````\n\n````{solution} ex-a\nWork.\n````",
+            "````{exercise} T\n:label: ex-a\n\nDo it.\n````",
+        ),
+    ],
+)
 def test_remove_solution_directives(text, expected):
     assert student.remove_solution_directives(text) == expected
 
@@ -155,10 +199,13 @@ def test_student_edition_of_a_fixture():
     assert "{exercise}" in text and "Marking guide" not in text
     by_id = {book.nbgrader_meta(c).get("grade_id"): c for c in nb.cells}
     assert book.source(by_id["ex-fx-zero-answer"]) == (
-        "# Compute p0: the sigmoid at a = 0 (a float).\n# YOUR CODE HERE\nraise NotImplementedError()")
+        "# Compute p0: the sigmoid at a = 0 (a float).\n# YOUR CODE HERE\nraise NotImplementedError()"
+    )
     assert book.source(by_id["ex-fx-loglik-answer"]) == (
-        'def my_log_likelihood(w, X, y):\n    """The Bernoulli log-likelihood sum_n y_n a_n - log(1 + e^a_n), '
-        'a = X w."""\n    # YOUR CODE HERE\n    raise NotImplementedError()')
+        "def my_log_likelihood(w, X, y):\n"
+        '    """The Bernoulli log-likelihood sum_n y_n a_n - log(1 + e^a_n), a = X w."""\n'
+        "    # YOUR CODE HERE\n    raise NotImplementedError()"
+    )
     paper = by_id["ex-fx-paper-answer"]
     assert paper.cell_type == "markdown" and book.source(paper) == "YOUR ANSWER HERE"
     assert paper.metadata.get("deletable") is False and paper.metadata.get("editable", True) is True
@@ -172,7 +219,9 @@ def test_student_edition_of_a_fixture():
 
 def test_make_student_cli_writes_every_toc_chapter(tmp_path):
     out = tmp_path / "student"
-    subprocess.run([sys.executable, "-m", "coursework.student", str(out), "--root", str(FIXTURES)], check=True)
+    subprocess.run(
+        [sys.executable, "-m", "coursework.student", str(out), "--root", str(FIXTURES)], check=True
+    )
     assert sorted(p.name for p in out.iterdir()) == ["fx_a_sigmoid.ipynb", "fx_b_gradient.ipynb"]
 
 
@@ -182,8 +231,14 @@ def _generate_assignment(tmp_path, notebooks):
     for nb in notebooks:
         shutil.copy(nb, course / "source" / "hw" / nb.name)
     env = dict(os.environ, PATH=f"{VENV_BIN}{os.pathsep}{os.environ.get('PATH', '')}")
-    proc = subprocess.run([str(VENV_BIN / "nbgrader"), "generate_assignment", "hw", "--force"],
-                          cwd=course, env=env, capture_output=True, text=True, timeout=600)
+    proc = subprocess.run(
+        [str(VENV_BIN / "nbgrader"), "generate_assignment", "hw", "--force"],
+        cwd=course,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     assert "[ERROR]" not in proc.stderr, proc.stderr[-3000:]
     return course / "release" / "hw"
@@ -197,12 +252,21 @@ def test_nbgrader_generate_assignment_accepts_the_sources(tmp_path):
     for path in notebooks:
         released = nbformat.read(str(release / path.name), as_version=4)
         ours = student.student_notebook(path)
-        theirs = {book.nbgrader_meta(c)["grade_id"]: book.source(c) for c in released.cells if book.nbgrader_meta(c).get("grade_id")}
-        mine = {book.nbgrader_meta(c)["grade_id"]: book.source(c) for c in ours.cells if book.nbgrader_meta(c).get("grade_id")}
+        theirs = {
+            book.nbgrader_meta(c)["grade_id"]: book.source(c)
+            for c in released.cells
+            if book.nbgrader_meta(c).get("grade_id")
+        }
+        mine = {
+            book.nbgrader_meta(c)["grade_id"]: book.source(c)
+            for c in ours.cells
+            if book.nbgrader_meta(c).get("grade_id")
+        }
         assert theirs == mine, path.name
 
 
 # ----------------------------------------------------------------------------- running student editions
+
 
 def run_sandboxed(nb, name, slot=0, unsafe=False, extra=(), **limits):
     """Run the notebook ``nb`` in the grader's sandbox; ``(cells, problem)`` as the grader sees
@@ -243,8 +307,11 @@ def _assert_only_exercises_fail(path, result):
     assert not missing, f"{path.name}: cells {missing} did not run"
     bad = [f"cell {i}: {cells[i]['error']}" for i in code if i not in graded and cells[i]["status"] != "ok"]
     assert not bad, f"{path.name}: cells outside the exercises fail in the student edition: {bad}"
-    passing = [nb.cells[i].metadata.nbgrader.grade_id for i in graded if cells[i]["status"] == "ok"
-               and book.is_check(nb.cells[i])]
+    passing = [
+        nb.cells[i].metadata.nbgrader.grade_id
+        for i in graded
+        if cells[i]["status"] == "ok" and book.is_check(nb.cells[i])
+    ]
     assert not passing, f"{path.name}: checks pass on the empty student answer (free points): {passing}"
 
 
@@ -259,13 +326,24 @@ def test_student_edition_fails_only_in_exercises(path, executed_student_editions
 
 
 def test_runner_truncates_megabytes_of_output(tmp_path):
-    nb = nbformat.v4.new_notebook(cells=[
-        nbformat.v4.new_code_cell("for _ in range(50):\n    print('x' * 100_000)"),
-        nbformat.v4.new_code_cell("print('after')")], metadata=book.read(FX_B).metadata)
+    nb = nbformat.v4.new_notebook(
+        cells=[
+            nbformat.v4.new_code_cell("for _ in range(50):\n    print('x' * 100_000)"),
+            nbformat.v4.new_code_cell("print('after')"),
+        ],
+        metadata=book.read(FX_B).metadata,
+    )
     executed = tmp_path / "executed.ipynb"
     # --executed writes to a host path, so this runs without the sandbox (trusted code)
-    cells, problem = run_sandboxed(nb, "big.ipynb", unsafe=True, extra=["--executed", str(executed)],
-                                   cell_timeout=60, notebook_timeout=120, max_output_bytes=50_000)
+    cells, problem = run_sandboxed(
+        nb,
+        "big.ipynb",
+        unsafe=True,
+        extra=["--executed", str(executed)],
+        cell_timeout=60,
+        notebook_timeout=120,
+        max_output_bytes=50_000,
+    )
     assert problem is None and [c["status"] for c in cells.values()] == ["ok", "ok"]
     assert executed.stat().st_size < 200_000
     out = nbformat.read(str(executed), as_version=4)
@@ -277,5 +355,6 @@ def test_a_broken_student_edition_is_caught():
     nb = student.student_notebook(FX_B)
     nb.cells[1].source += "\nraise RuntimeError('setup broken')"
     with pytest.raises(AssertionError, match="cells outside the exercises fail"):
-        _assert_only_exercises_fail(FX_B, (nb, *run_sandboxed(nb, FX_B.name, cell_timeout=60,
-                                                              notebook_timeout=120)))
+        _assert_only_exercises_fail(
+            FX_B, (nb, *run_sandboxed(nb, FX_B.name, cell_timeout=60, notebook_timeout=120))
+        )
