@@ -49,6 +49,7 @@ import queue
 import re
 import stat
 import sys
+import tempfile
 import time
 import typing
 
@@ -164,14 +165,24 @@ def source_hashes(chapters, reread=False):
 
 @dataclasses.dataclass
 class Submission:
+    """A notebook as read at intake: its bytes wait in the grader's private spool folder (not in
+    memory: a class may hand in gigabytes), checked against their hash when they are graded."""
+
     student: str
     name: str  # file name, <chapter>.ipynb
-    data: bytes
+    spooled: pathlib.Path
     sha256: str
 
     @property
     def chapter(self):
         return self.name[: -len(".ipynb")]
+
+    @property
+    def data(self):
+        data = self.spooled.read_bytes()
+        if _sha(data) != self.sha256:
+            raise RuntimeError(f"the grader's copy of {self.student}/{self.name} changed")
+        return data
 
 
 NOTEBOOK_RE = re.compile(r"^(?P<stem>[^/]+)\.ipynb$")
@@ -218,9 +229,12 @@ def _read_file(name, dir_fd, max_bytes):
         os.close(fd)
 
 
-def intake(folder, chapters, max_bytes):
-    """``(submissions, rows)``: every gradable notebook, read once, and a row for every entry of
-    the folder that is not one (ignored or rejected)."""
+def intake(folder, chapters, max_bytes, spool=None):
+    """``(submissions, rows)``: every gradable notebook, read once (and copied to the private
+    folder ``spool``, by default a new temporary one), and a row for every entry of the folder
+    that is not one (ignored or rejected)."""
+    if spool is None:
+        spool = tempfile.mkdtemp(prefix="cw-spool-")   # mode 0700, the grader's own
     subs, rows = [], []
     expected = ", ".join(f"{c}.ipynb" for c in chapters)
     top = _open_dir(str(folder))
@@ -254,7 +268,7 @@ def intake(folder, chapters, max_bytes):
                 )
                 continue
             try:
-                subs_s, rows_s = _intake_student(name, sfd, chapters, expected, max_bytes)
+                subs_s, rows_s = _intake_student(name, sfd, chapters, expected, max_bytes, spool)
             finally:
                 os.close(sfd)
             subs += subs_s
@@ -264,7 +278,7 @@ def intake(folder, chapters, max_bytes):
     return subs, rows
 
 
-def _intake_student(student, sfd, chapters, expected, max_bytes):
+def _intake_student(student, sfd, chapters, expected, max_bytes, spool):
     subs, rows = [], []
     for entry in sorted(os.scandir(sfd), key=lambda e: e.name):
         name = entry.name
@@ -311,7 +325,9 @@ def _intake_student(student, sfd, chapters, expected, max_bytes):
         if bad:
             row(f"rejected: '{name}' {bad}")
             continue
-        subs.append(Submission(student, name, data, _sha(data)))
+        spooled = pathlib.Path(spool, f"{len(os.listdir(spool)):06d}.ipynb")
+        spooled.write_bytes(data)
+        subs.append(Submission(student, name, spooled, _sha(data)))
     return subs, rows
 
 
@@ -576,7 +592,14 @@ def grade_folder(
     if not chapters:
         raise GradingError(f"no chapter notebooks in {pathlib.Path(root) / toc}")
     trusted_before = source_hashes(chapters)
-    subs, rows = intake(folder, chapters, max_notebook_bytes)
+    with tempfile.TemporaryDirectory(prefix="cw-spool-") as spool:
+        return _grade(folder, out_dir, root, chapters, trusted_before, spool, limits, jobs, unsafe,
+                      uid_base, max_notebook_bytes, log, t0)
+
+
+def _grade(folder, out_dir, root, chapters, trusted_before, spool, limits, jobs, unsafe, uid_base,
+           max_notebook_bytes, log, t0):
+    subs, rows = intake(folder, chapters, max_notebook_bytes, spool)
     used = {s.chapter: chapters[s.chapter] for s in subs}
     problems = [p for c in used.values() for p in book.structure_problems(c.nb, c.path.name)]
     if problems:
@@ -805,8 +828,6 @@ def write_fresh(out_dir, files):
 
 
 def _mkdtemp(parent, prefix):
-    import tempfile
-
     return tempfile.mkdtemp(prefix=prefix, dir=parent)
 
 

@@ -28,6 +28,14 @@ before any kernel existed.  The runner is non-dumpable, so the kernel (same uid,
 capabilities) cannot read the key; a line it injects, drops, reorders or cuts fails the check,
 and the grader then scores the whole notebook 0.  The grader reads at most ``max_stream_bytes``.
 
+How, when the grader is root: ``prlimit`` sets the limits, then ``bwrap`` (as root, so it can
+bind paths only root can read, such as a Python installed under /root) makes the mount, PID,
+network, IPC and UTS namespaces and the file system; inside, ``setpriv`` drops to the slot's
+uid with no capabilities and ``no_new_privs``, and a second, unprivileged ``bwrap`` makes the
+user namespace (``--disable-userns``) and starts the runner.  The first process of the PID
+namespace is bubblewrap's own, still root, which the notebook can neither signal nor trace.
+When the grader is not root, one unprivileged ``bwrap`` does it all.
+
 ``Sandbox(unsafe=True)`` (``--unsafe-no-sandbox``) runs the runner as a plain child process of
 the grader instead, with the same limits but none of the isolation.
 """
@@ -35,6 +43,7 @@ the grader instead, with the same limits but none of the isolation.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import hashlib
 import hmac
 import json
@@ -179,10 +188,11 @@ def _mounts(limits, notebook_fd, name, seeds=()):
     return args
 
 
+@functools.lru_cache(maxsize=1)
 def font_cache():
-    """matplotlib's font list, built once on the host with the grader's own environment.  A new
-    kernel with an empty cache folder spends several seconds scanning the fonts (about 3 s, 15 s
-    on a busy machine), so every sandbox gets a copy in its /tmp/matplotlib."""
+    """matplotlib's font list, built once per grader process on the host with the grader's own
+    environment.  A new kernel with an empty cache folder spends several seconds scanning the
+    fonts (about 3 s, 15 s on a busy machine), so every sandbox gets a copy in /tmp/matplotlib."""
     import importlib.util
 
     if importlib.util.find_spec("matplotlib") is None:
@@ -288,7 +298,7 @@ class Sandbox:
     def __init__(self, unsafe=False, slots=1, uid_base=DEFAULT_UID_BASE, limits=Limits()):
         self.unsafe, self.slots, self.uid_base, self.limits = unsafe, slots, uid_base, limits
         self.root = os.geteuid() == 0
-        self.seeds = {}  # file name -> bytes, copied into each sandbox's /tmp/matplotlib
+        self.seeds = None  # file name -> bytes, copied into each sandbox's /tmp/matplotlib
         # the cores shared among the notebooks that run at once (BLAS threads of each kernel)
         self.threads = max(1, (os.cpu_count() or 1) // max(1, slots))
 
@@ -313,7 +323,6 @@ class Sandbox:
         """Make sure the sandbox works here and hides the host paths ``hidden`` (the book, the
         submissions, the grades); raise :class:`SandboxUnavailable` if not."""
         if self.unsafe:
-            self.seeds = font_cache()
             return
         for tool in ("bwrap", "prlimit") + (("setpriv",) if self.root else ()):
             if shutil.which(tool) is None:
@@ -334,7 +343,6 @@ class Sandbox:
                     f"uid {uid} belongs to the account {user!r}; choose "
                     "sandbox uids no account uses with --sandbox-uid-base"
                 )
-        self.seeds = font_cache()
         hidden = [os.path.realpath(p) for p in hidden]
         run = self.execute(b"{}", "probe.ipynb", timeout=60, slot=0, probe=hidden)
         rec = run.records[1] if len(run.records) > 1 else {}
@@ -469,6 +477,8 @@ class Sandbox:
         r_key, w_key = os.pipe()
         r_info, w_info = os.pipe()
         nb_fd = os.memfd_create("notebook", 0)
+        if self.seeds is None:
+            self.seeds = font_cache()
         seeds = (
             []
             if self.unsafe

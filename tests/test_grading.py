@@ -56,6 +56,16 @@ UID_BASE = sandbox.DEFAULT_UID_BASE
 # ----------------------------------------------------------------------------- check_values
 
 
+def test_values_doctests():
+    """coursework/ is not among pytest's doctest paths; its examples run here."""
+    import doctest
+
+    for module in (values, book):
+        result = doctest.testmod(module, optionflags=doctest.ELLIPSIS)
+        assert result.failed == 0, module.__name__
+    assert doctest.testmod(values).attempted >= 1
+
+
 def test_values_round_trip_and_compare():
     text = values.dumps({"t": 0.25, "g": [[1, 2], [3, 4.5]], "n": 3, "b": True})
     got = values.loads(text)
@@ -255,7 +265,8 @@ def test_intake_rejects_links_and_special_files_and_ignores_the_rest(tmp_path):
     os.symlink(subs / "ada", subs / "dan")
     (subs / "README.md").write_text("top-level file")
     t0 = time.monotonic()
-    found, rows = grade.intake(subs, chapters, max_bytes=MAX_NOTEBOOK)
+    (tmp_path / "spool").mkdir()
+    found, rows = grade.intake(subs, chapters, max_bytes=MAX_NOTEBOOK, spool=tmp_path / "spool")
     assert time.monotonic() - t0 < 5  # the FIFO did not block
     assert [(s.student, s.name) for s in found] == [
         ("ada", "fx_a_sigmoid.ipynb"),
@@ -277,7 +288,8 @@ def test_intake_rejects_links_and_special_files_and_ignores_the_rest(tmp_path):
     assert errors[("dan", "")] == "rejected: the student folder is a symbolic link"
     assert errors[("", "README.md")].startswith("ignored: 'README.md' is not a student folder")
     assert all(r.points == 0 and r.max_points == 0 for r in rows)
-    found, rows = grade.intake(subs, chapters, max_bytes=1500)
+    (tmp_path / "spool2").mkdir()
+    found, rows = grade.intake(subs, chapters, max_bytes=1500, spool=tmp_path / "spool2")
     sock.close()
     assert [(s.student, s.name) for s in found] == []
     errors = {(r.student, r.chapter): r.error for r in rows}
@@ -403,6 +415,19 @@ def test_sandbox_probe_passes_and_detects_a_visible_path(tmp_path):
     box.check(hidden=[ROOT / "book", ROOT / "tests", tmp_path])
     with pytest.raises(sandbox.SandboxUnavailable, match="visible inside"):
         box.check(hidden=[sys.prefix])  # the venv is bound: the probe must notice
+
+
+def test_sandbox_command_of_a_grader_that_is_not_root():
+    """The command used when the grader runs as an ordinary user (bubblewrap makes the user
+    namespace itself).  Run as root it maps the sandbox to root's uid, so this checks that the
+    command works end to end (probe, a notebook, its check_values), not the uid."""
+    box = sandbox.Sandbox(limits=LIMITS)
+    box.root = False
+    box.check(hidden=[ROOT / "book", ROOT / "tests"])
+    run = box.execute(FX_B.read_bytes(), FX_B.name, grade.runner_args(LIMITS, book.read(FX_B)))
+    checks = [r for r in run.records if r.get("index") == 4]
+    assert run.problem is None and checks[0]["status"] == "ok", run
+    assert set(values.loads(checks[0]["values"])) == {"g", "g_soft"}
 
 
 def test_grading_stops_without_a_sandbox(tmp_path, monkeypatch):
