@@ -10,21 +10,33 @@ BUILD_OPTS ?= -W -n --keep-going
 export PYTHONHASHSEED := 0
 export PATH := $(CURDIR)/$(BIN):$(PATH)
 
-.PHONY: help book test unit notebooks build-strict site-test student grade grade-bench bench lab clean
+.PHONY: help book test unit notebooks build-strict site-test screenshots student grade grade-bench bench lab pdf pdf-test clean python-check
 
 help:
 	@echo "make book    build the website into _build/html"
 	@echo "make test    unit tests + doctests, every notebook (nbval), strict book build, browser test"
+	@echo "make screenshots  whole-page screenshots of every page at 1280 and 390 px (_build/screenshots/)"
 	@echo "make student the student edition of every chapter, in _build/student/"
 	@echo "make grade SUBMISSIONS=<folder>   autograde <folder>/<student>/<chapter>.ipynb (sandboxed;"
 	@echo "             GRADE_OPTS=\"--jobs 4 ...\" passes options, see python -m coursework.grade --help)"
 	@echo "make grade-bench  how long grading a class takes on this machine"
 	@echo "make bench   benchmarks against statsmodels and scikit-learn"
-	@echo "make lab     JupyterLab on the book"
+	@echo "make lab     JupyterLab on the student edition (_build/student); make lab BOOK=1: the book's notebooks"
+	@echo "make pdf     the whole book as one PDF: _build/latex/book.pdf (also put beside the website)"
+	@echo "make pdf-test  make pdf, then check the PDF (every chapter, figure and numbered equation)"
 	@echo "make clean   remove _build and caches (keeps .venv)"
 
+# the pinned requirements are tested with Python 3.11 only
+python-check:
+	@$(PYTHON) -c 'import sys; sys.exit(sys.version_info[:2] != (3, 11))' 2>/dev/null || { \
+	    echo "This book needs Python 3.11 to create .venv, but PYTHON='$(PYTHON)' is $$($(PYTHON) -c 'import platform; print("Python", platform.python_version())' 2>/dev/null || echo "not a working Python")."; \
+	    echo "Install python3.11 (e.g. apt-get install python3.11 python3.11-venv) or run: make PYTHON=/path/to/python3.11 ..."; \
+	    exit 1; }
+
 $(STAMP): requirements.txt pyproject.toml
-	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	@test -x $(BIN)/python || { $(MAKE) --no-print-directory python-check && $(PYTHON) -m venv $(VENV); }
+	@$(BIN)/python -c 'import sys; sys.exit(sys.version_info[:2] != (3, 11))' || { \
+	    echo ".venv uses $$($(BIN)/python --version), not Python 3.11: remove .venv and run make again with Python 3.11."; exit 1; }
 	$(BIN)/python -m pip install --quiet --upgrade pip
 	$(BIN)/python -m pip install --quiet -r requirements.txt
 	$(BIN)/python -m pip install --quiet --no-deps -e .
@@ -50,6 +62,12 @@ build-strict: $(STAMP)
 site-test: $(STAMP)
 	BOOK_SITE_REQUIRED=1 $(BIN)/python -m pytest -o addopts="-p no:cacheprovider" tests/site
 
+# whole-page screenshots of every page at 1280 and 390 px in _build/screenshots/ (after make book)
+screenshots: $(STAMP)
+	# the screenshots are written whatever the checks find (make site-test reports those)
+	-BOOK_SCREENSHOTS=full BOOK_SITE_REQUIRED=1 $(BIN)/python -m pytest -o addopts="-p no:cacheprovider" \
+	    tests/site/test_browser.py -k "test_favicon" -q
+
 student: $(STAMP)
 	$(BIN)/python -m coursework.student _build/student
 
@@ -65,8 +83,34 @@ grade-bench: $(STAMP)
 bench: $(STAMP)
 	$(BIN)/python bench/run.py
 
+# JupyterLab opens the student edition (answers removed, in _build/student, where students work)
+# unless BOOK=1 (the book's notebooks, with solutions); as root it needs --allow-root
+LAB_ROOT := $(if $(filter 0,$(shell id -u)),--allow-root,)
 lab: $(STAMP)
-	$(BIN)/jupyter lab book
+ifeq ($(BOOK),1)
+	$(BIN)/jupyter lab $(LAB_ROOT) $(LAB_OPTS) book
+else
+	@# a student's notebooks in _build/student are kept: only chapters not there yet are added
+	@rm -rf _build/.student-fresh && $(BIN)/python -m coursework.student _build/.student-fresh >/dev/null
+	@mkdir -p _build/student && for f in _build/.student-fresh/*.ipynb; do \
+	    if [ -e "_build/student/$${f##*/}" ]; then echo "kept   _build/student/$${f##*/} (make student rewrites it)"; \
+	    else cp "$$f" _build/student/ && echo "added  _build/student/$${f##*/}"; fi; done; rm -rf _build/.student-fresh
+	$(BIN)/jupyter lab $(LAB_ROOT) $(LAB_OPTS) _build/student
+endif
+
+# the whole-book PDF: Jupyter Book's LaTeX builder with XeLaTeX and latexmk (Debian: texlive-xetex,
+# texlive-latex-extra, texlive-fonts-recommended, texlive-plain-generic, latexmk, fonts-freefont-otf;
+# .ci/run installs them). It executes the notebooks like the website build.
+PDF_NAME := bayesian-logistic-regression.pdf
+pdf: $(STAMP)
+	@command -v xelatex >/dev/null && command -v latexmk >/dev/null || { \
+	    echo "make pdf needs XeLaTeX and latexmk: apt-get install -y texlive-xetex texlive-latex-extra texlive-fonts-recommended texlive-plain-generic latexmk fonts-freefont-otf"; exit 1; }
+	$(BIN)/jupyter-book build . --builder pdflatex
+	@mkdir -p _build/html && cp _build/latex/book.pdf _build/html/$(PDF_NAME)
+	@echo "PDF: _build/latex/book.pdf (and _build/html/$(PDF_NAME), the website's download menu)"
+
+pdf-test: pdf
+	BOOK_PDF_REQUIRED=1 $(BIN)/python -m pytest -o addopts="-p no:cacheprovider" tests/site/test_pdf.py
 
 clean:
 	rm -rf _build .pytest_cache .jupyter_cache

@@ -6,8 +6,10 @@ that define it.  ``blrlib.datasets`` holds the data sets and
 """
 
 from . import datasets
+from .evidence import EvidenceFit, maximize_evidence
 from .gp import GPCLaplace, GPCPrediction, gpc_laplace, gpc_log_marginal_likelihood, gpc_predict
 from .gp_classifier import GPClassifier
+from .gp_regression import GPRPosterior, GPRPrediction, gpr_posterior, gpr_predict
 from .kernels import linear_kernel, polynomial_kernel, rbf_kernel
 from .laplace import LaplacePosterior, laplace_posterior
 from .logistic import (
@@ -31,6 +33,15 @@ from .predictive import (
     probit_kappa,
 )
 from .ridge import kernel_ridge, ridge_primal
+from .sampling import (
+    PosteriorSamples,
+    effective_sample_size,
+    gibbs_logistic,
+    log_evidence_is,
+    predict_samples,
+    sample_polya_gamma,
+    split_rhat,
+)
 
 __version__ = "0.1.0"
 
@@ -46,18 +57,26 @@ def __getattr__(name):
 
 __all__ = [
     "ConvergenceWarning",
+    "EvidenceFit",
     "FitResult",
     "GPCLaplace",
     "GPCPrediction",
     "GPClassifier",
+    "GPRPosterior",
+    "GPRPrediction",
     "LaplacePosterior",
+    "PosteriorSamples",
     "add_intercept",
     "datasets",
+    "effective_sample_size",
     "expected_sigmoid",
     "gpc_laplace",
     "gpc_log_marginal_likelihood",
     "gpc_predict",
+    "gpr_posterior",
+    "gpr_predict",
     "gradient",
+    "gibbs_logistic",
     "gradient_ascent",
     "hessian",
     "irls",
@@ -65,17 +84,22 @@ __all__ = [
     "laplace_posterior",
     "latent_moments",
     "linear_kernel",
+    "log_evidence_is",
     "log_likelihood",
     "log_posterior",
     "log_sigmoid",
     "logit",
+    "maximize_evidence",
     "polynomial_kernel",
     "predict_mc",
     "predict_plugin",
     "predict_probit",
     "predict_quadrature",
+    "predict_samples",
     "probit_kappa",
     "rbf_kernel",
     "ridge_primal",
+    "sample_polya_gamma",
     "sigmoid",
+    "split_rhat",
 ]

@@ -1,8 +1,19 @@
-"""Input checks for blrlib's public functions, kept in one place.
+"""Input checks for blrlib's public functions.
 
-Every public entry point validates its arguments here and nowhere else, so that
-bad input meets the same clear message wherever it enters: the message names
-what was expected and what arrived.  Internal helpers trust their inputs.
+The checks that more than one entry point needs live here: arrays and their shapes,
+labels, weight vectors, scalars and per-weight prior precisions, probabilities,
+integers, callbacks, random generators and kernel matrices.  Public functions call
+them before any computation, so that bad input meets the same clear message wherever
+it enters; the message names what was expected and what arrived.  Internal helpers
+trust their inputs.
+
+Two kinds of error are raised elsewhere, in the same style: conditions that only
+the computation can discover (a singular matrix met while solving, as in
+:func:`~blrlib.irls` or :func:`~blrlib.ridge_primal`; a posterior mode that does not
+exist, as in :func:`~blrlib.laplace_posterior`), and checks of one function's own
+options (a ``method`` name, the type of a fitted result, the shape of ``cov`` in
+:func:`~blrlib.datasets.two_gaussians`, the hyperparameter bounds of
+:class:`~blrlib.GPClassifier`).
 """
 
 import numbers
@@ -19,8 +30,12 @@ __all__ = [
     "as_targets",
     "as_kernel_matrix",
     "as_matrix_pair",
+    "as_test_kernels",
     "check_int",
     "as_rng",
+    "as_prior_precision",
+    "as_probabilities",
+    "as_callback",
 ]
 
 
@@ -152,6 +167,49 @@ def check_positive(value, name):
     return value
 
 
+def as_prior_precision(value, d, name="prior_precision"):
+    r"""Return the prior precision as a float >= 0, or as a length-``d`` array of entries >= 0.
+
+    A scalar :math:`\lambda` is the prior :math:`\mathcal N(0, \lambda^{-1} I)`; a vector
+    :math:`(\lambda_1, \dots, \lambda_d)` is :math:`\mathcal N(0, \Lambda^{-1})` with
+    :math:`\Lambda = \operatorname{diag}(\lambda_j)`, one precision per column of ``X``.
+    A zero entry puts a flat prior on its weight.  A vector comes back as a read-only copy.
+    """
+    if np.ndim(value) == 0:
+        return check_nonnegative(value, name)
+    arr = _as_float_array(value, name)
+    if arr.ndim != 1:
+        raise ValueError(
+            f"{name} must be a number or a 1-D array of {d} per-weight precisions, "
+            f"got ndim={arr.ndim} and shape {arr.shape}"
+        )
+    if arr.shape[0] != d:
+        raise ValueError(f"{name} has length {arr.shape[0]} but X has {d} columns; give one precision per column")
+    _check_finite(arr, name)
+    if np.any(arr < 0):
+        j = int(np.argmax(arr < 0))
+        raise ValueError(f"{name} must be >= 0 in every entry, got {arr[j]:g} at index {j}")
+    arr = arr.copy()
+    arr.flags.writeable = False
+    return arr
+
+
+def as_probabilities(p, name="p"):
+    """Return ``p`` as a float array (0-d for a scalar) of values in [0, 1]."""
+    arr = _as_float_array(p, name)
+    bad = np.isnan(arr) | (arr < 0) | (arr > 1)
+    if np.any(bad):
+        raise ValueError(f"{name} must hold probabilities in [0, 1], got {arr[bad].ravel()[0]}")
+    return arr
+
+
+def as_callback(callback, name="callback"):
+    """Return ``callback`` unchanged if it is None or callable, else raise a TypeError."""
+    if callback is not None and not callable(callback):
+        raise TypeError(f"{name} must be a function callback(w, t) or None, got {type(callback).__name__}")
+    return callback
+
+
 def check_int(value, name, minimum=1):
     """Return ``value`` as an int, raising unless it is an integer >= ``minimum``."""
     if isinstance(value, bool) or not isinstance(value, numbers.Integral):
@@ -233,3 +291,20 @@ def as_matrix_pair(X1, X2, names=("X1", "X2")):
             f"got {X1.shape[1]} and {X2.shape[1]}"
         )
     return X1, X2
+
+
+def as_test_kernels(K_star, k_star_star, n):
+    """Validate the kernel values of m test points against ``n`` training points.
+
+    ``K_star`` (m, n) holds k(x*_i, x_j), ``k_star_star`` (m,) the prior variances
+    k(x*_i, x*_i) >= 0.
+    """
+    K_star = as_matrix(K_star, "K_star")
+    if K_star.shape[1] != n:
+        raise ValueError(
+            f"K_star must have shape (m, {n}) (test points x {n} training points), got shape {K_star.shape}"
+        )
+    k_star_star = as_vector(k_star_star, "k_star_star", length=K_star.shape[0])
+    if np.any(k_star_star < 0):
+        raise ValueError(f"k_star_star must be >= 0 (prior variances), got {k_star_star.min():g}")
+    return K_star, k_star_star

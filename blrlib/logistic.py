@@ -1,7 +1,7 @@
 r"""The logistic model: the sigmoid, the log-likelihood and its derivatives.
 
-Book: chapters 1 (the sigmoid and the logit), 2 (likelihood and gradient),
-3 (Hessian) and 4 (the Gaussian prior).
+Book: chapters 1 (the sigmoid and the logit), 2 (likelihood, gradient and Hessian),
+3 (Newton's method, which uses the Hessian) and 4 (the Gaussian prior).
 
 Labels are :math:`y_n \in \{0, 1\}`.  The likelihood is written with the signs
 :math:`s_n = 2 y_n - 1 \in \{-1, +1\}`, so that
@@ -9,13 +9,17 @@ Labels are :math:`y_n \in \{0, 1\}`.  The likelihood is written with the signs
 (chapter 1, equation ``eq-signed-likelihood``); ``_signs`` is the one place that
 forms them.  The prior is :math:`\mathbf w \sim \mathcal N(0, \lambda^{-1} I)` with
 :math:`\lambda` = ``prior_precision``; ``prior_precision=0`` gives maximum likelihood.
+``prior_precision`` may also be a vector of per-weight precisions
+:math:`(\lambda_1, \dots, \lambda_d)`, the prior :math:`\mathcal N(0, \Lambda^{-1})` with
+:math:`\Lambda = \operatorname{diag}(\lambda_j)` (chapter 4); a zero entry leaves its
+weight unpenalised, e.g. ``[0, lam, ..., lam]`` for a free intercept.
 """
 
 import numpy as np
 from scipy.linalg.blas import dsyrk
 from scipy.special import expit, log_expit
 
-from ._validation import as_labels, as_matrix, as_weights, check_nonnegative, _as_float_array
+from ._validation import as_labels, as_matrix, as_prior_precision, as_probabilities, as_weights
 
 __all__ = [
     "sigmoid",
@@ -96,10 +100,7 @@ def logit(p):
     >>> float(logit(sigmoid(3.0)))
     3.0
     """
-    arr = _as_float_array(p, "p")
-    if np.any((arr < 0) | (arr > 1)) or np.any(np.isnan(arr)):
-        bad = arr[(arr < 0) | (arr > 1) | np.isnan(arr)].ravel()[0]
-        raise ValueError(f"logit expects probabilities in [0, 1], got {bad}")
+    arr = as_probabilities(p, "p")
     with np.errstate(divide="ignore"):
         out = np.log(arr) - np.log1p(-arr)
     return out if out.ndim else float(out)
@@ -129,7 +130,7 @@ def _checked(w, X, y, prior_precision=0.0):
     X = as_matrix(X)
     y = as_labels(y, n=X.shape[0])
     w = as_weights(w, X.shape[1])
-    lam = check_nonnegative(prior_precision, "prior_precision")
+    lam = as_prior_precision(prior_precision, X.shape[1])
     return w, X, y, lam
 
 
@@ -138,8 +139,13 @@ def _log_likelihood(a, y):
     return float(np.sum(log_expit(_signs(y) * a)))
 
 
+def _penalty(w, lam):
+    r"""The prior term :math:`\frac12 \sum_j \lambda_j w_j^2` (scalar or per-weight ``lam``)."""
+    return 0.5 * float(np.dot(lam * w, w))
+
+
 def _log_posterior(w, a, y, lam):
-    return _log_likelihood(a, y) - 0.5 * lam * float(w @ w)
+    return _log_likelihood(a, y) - _penalty(w, lam)
 
 
 def log_likelihood(w, X, y):
@@ -175,7 +181,9 @@ def log_posterior(w, X, y, prior_precision=0.0):
 
     .. math:: \log p(\mathbf y \mid X, \mathbf w) - \frac{\lambda}{2}\|\mathbf w\|^2
 
-    The constant :math:`\tfrac d2 \log(\lambda / 2\pi)` of the prior is left out.
+    The constant :math:`\tfrac d2 \log(\lambda / 2\pi)` of the prior is left out.  With
+    per-weight precisions the prior term is :math:`\frac12 \sum_j \lambda_j w_j^2`
+    (chapter 4, the prior :math:`\mathcal N(0, \Lambda^{-1})`).
 
     Book: chapter 4, equation ``eq-log-posterior``.
 
@@ -184,13 +192,17 @@ def log_posterior(w, X, y, prior_precision=0.0):
     w : array_like of shape (d,)
     X : array_like of shape (n, d)
     y : array_like of shape (n,), values in {0, 1}
-    prior_precision : float, default 0
-        :math:`\lambda \ge 0`; 0 gives the log-likelihood.
+    prior_precision : float or array_like of shape (d,), default 0
+        :math:`\lambda \ge 0`, or one precision :math:`\lambda_j \ge 0` per weight;
+        0 gives the log-likelihood.
 
     Examples
     --------
     >>> log_posterior(np.ones(2), np.eye(2), np.array([0, 1]), prior_precision=2.0)
     -3.626...
+    >>> float(log_posterior(np.ones(2), np.eye(2), np.array([0, 1]), prior_precision=[0.0, 2.0])
+    ...       - log_posterior(np.ones(2), np.eye(2), np.array([0, 1])))
+    -1.0
     """
     w, X, y, lam = _checked(w, X, y, prior_precision)
     return _log_posterior(w, X @ w, y, lam)
@@ -205,6 +217,8 @@ def gradient(w, X, y, prior_precision=0.0):
 
     .. math:: \nabla_{\mathbf w} = X^\top (\mathbf y - \mathbf p) - \lambda \mathbf w,
               \qquad p_n = \sigma(\mathbf w^\top \mathbf x_n)
+
+    With per-weight precisions the prior term is :math:`-\Lambda \mathbf w`.
 
     Book: chapter 2, equation ``eq-gradient`` (and ``eq-map-gradient`` in chapter 4).
 
@@ -224,16 +238,16 @@ def gradient(w, X, y, prior_precision=0.0):
 _GRAM_CHUNK = 8192  # rows per block: a scaled block (8192 x d) stays in cache
 
 
-def _weighted_gram(X, s):
-    r"""Return :math:`X^\top \operatorname{diag}(s) X` for weights ``s >= 0``.
+def _weighted_gram(X, curv):
+    r"""Return :math:`X^\top \operatorname{diag}(c) X` for weights ``curv`` :math:`= c \ge 0`.
 
     One pass over the data in blocks of rows: each block is scaled by
-    :math:`\sqrt{s_n}` into a reused buffer and accumulated with BLAS ``syrk``
+    :math:`\sqrt{c_n}` into a reused buffer and accumulated with BLAS ``syrk``
     (a symmetric rank-k update, which computes one triangle only, half the
     flops of a general product).  No n-by-n or n-by-d temporary is formed.
     """
     n, d = X.shape
-    root = np.sqrt(s)
+    root = np.sqrt(curv)
     G = np.zeros((d, d), order="F")
     buf = np.empty((min(n, _GRAM_CHUNK), d))
     for start in range(0, n, _GRAM_CHUNK):
@@ -245,18 +259,19 @@ def _weighted_gram(X, s):
 
 
 def _curvature(a):
-    """The IRLS weights s_n = p_n (1 - p_n), stable for large |a|."""
+    """The curvature (IRLS) weights S_nn = p_n (1 - p_n), stable for large |a|."""
     return expit(a) * expit(-a)
 
 
 def hessian(w, X, y, prior_precision=0.0):
-    r"""Hessian of :func:`log_posterior`: :math:`-X^\top S X - \lambda I`.
+    r"""Hessian of :func:`log_posterior`: :math:`H = -X^\top S X - \lambda I`.
 
+    With per-weight precisions the prior term is :math:`-\Lambda`.
     :math:`S = \operatorname{diag}(p_n (1 - p_n))` is never built; the product
     is one weighted pass over the rows.  The Hessian does not depend on ``y``
     (which is still validated, so the signature matches :func:`gradient`).
 
-    Book: chapter 3, equation ``eq-hessian`` (and ``eq-map-hessian`` in chapter 4).
+    Book: chapter 2, equation ``eq-hessian`` (and ``eq-map-hessian`` in chapter 4).
 
     Returns
     -------

@@ -51,7 +51,7 @@ def use_book_style():
         "axes.prop_cycle": plt.cycler(color=[COLORS[k] for k in
                                              ("blue", "vermillion", "green", "orange", "purple", "sky", "black")]),
         "axes.grid": False,
-        "font.size": 11,
+        "font.size": 12,
         "axes.titlesize": 12,
         "legend.frameon": False,
     })
@@ -137,7 +137,7 @@ def plot_probability_contours(ax, predict, X, levels=(0.1, 0.25, 0.5, 0.75, 0.9)
         if colorbar:
             ax.figure.colorbar(out, ax=ax, label=r"$p(y = 1 \mid \mathbf{x})$")
     cs = ax.contour(x1, x2, p, levels=list(levels), colors="k", linewidths=0.8)
-    ax.clabel(cs, fmt="%.2f", fontsize=8)
+    ax.clabel(cs, fmt="%.2f", fontsize=12)
     return out if out is not None else cs
 
 

@@ -53,10 +53,17 @@ def test_log_posterior_adds_gaussian_prior(rng):
     X, y = make_logistic_data(rng)
     w = rng.standard_normal(X.shape[1])
     assert_allclose(log_posterior(w, X, y, 2.5), log_likelihood(w, X, y) - 1.25 * w @ w, rtol=1e-14)
+    lam = np.array([0.0, 2.0, 5.0])  # the prior N(0, diag(lam)^-1), flat on the intercept
+    expected = log_likelihood(w, X, y) - 0.5 * (2.0 * w[1] ** 2 + 5.0 * w[2] ** 2)
+    assert_allclose(log_posterior(w, X, y, lam), expected, rtol=1e-14)
+    assert_allclose(log_posterior(w, X, y, np.full(3, 2.5)), log_posterior(w, X, y, 2.5), rtol=1e-15)
+
+
+PRIORS = [0.0, 3.0, (0.0, 1.0, 3.0, 10.0)]  # scalar lambda, or one precision per weight
 
 
 @pytest.mark.parametrize("scale", [0.0, 0.1, 1.0, 10.0, 100.0])
-@pytest.mark.parametrize("prior_precision", [0.0, 3.0])
+@pytest.mark.parametrize("prior_precision", PRIORS)
 def test_gradient_matches_central_differences(rng, scale, prior_precision):
     """Several weight scales: at scale 100 most margins are in the hundreds."""
     X, y = make_logistic_data(rng, n=80, d=4)
@@ -68,7 +75,7 @@ def test_gradient_matches_central_differences(rng, scale, prior_precision):
 
 
 @pytest.mark.parametrize("scale", [0.0, 0.1, 1.0, 10.0, 100.0])
-@pytest.mark.parametrize("prior_precision", [0.0, 3.0])
+@pytest.mark.parametrize("prior_precision", PRIORS)
 def test_hessian_matches_central_differences_of_gradient(rng, scale, prior_precision):
     X, y = make_logistic_data(rng, n=80, d=4)
     w = scale * rng.standard_normal(4)

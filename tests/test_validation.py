@@ -116,3 +116,46 @@ def test_dataset_arguments_are_checked():
         datasets.two_gaussians(10, mean1=(1.0, 0.0, 0.0))
     with pytest.raises(TypeError, match="n must be an integer"):
         datasets.separable(10.0)
+
+
+@pytest.mark.parametrize("f", FUNCS_WXY[1:])
+@pytest.mark.parametrize(
+    "lam, error, match",
+    [
+        ([1.0, 2.0, 3.0], ValueError, "prior_precision has length 3 but X has 2 columns"),
+        ([1.0, -2.0], ValueError, r"prior_precision must be >= 0 in every entry, got -2 at index 1"),
+        ([1.0, np.nan], ValueError, "prior_precision must contain only finite numbers, got nan"),
+        (np.ones((2, 2)), ValueError, "prior_precision must be a number or a 1-D array of 2 per-weight precisions"),
+        (["a", "b"], TypeError, "prior_precision must be array-like of numbers"),
+    ],
+)
+def test_bad_per_weight_prior_precision(f, lam, error, match):
+    with pytest.raises(error, match=match):
+        f(W, X, Y, lam)
+
+
+@pytest.mark.parametrize("fit", [blrlib.irls, blrlib.gradient_ascent, blrlib.laplace_posterior])
+def test_fitters_reject_bad_per_weight_prior_precision(fit):
+    with pytest.raises(ValueError, match="prior_precision has length 3 but X has 2 columns"):
+        fit(X, Y, [1.0, 1.0, 1.0])
+    with pytest.raises(ValueError, match=r"got -1 at index 0"):
+        fit(X, Y, [-1.0, 1.0])
+
+
+@pytest.mark.parametrize("fit", [blrlib.irls, blrlib.gradient_ascent])
+def test_callback_is_checked(fit):
+    with pytest.raises(TypeError, match=r"callback must be a function callback\(w, t\) or None, got str"):
+        fit(X, Y, callback="print")
+
+
+def test_maximize_evidence_rejects_bad_settings():
+    with pytest.raises(TypeError, match="searches over a scalar prior_precision"):
+        blrlib.maximize_evidence(X, Y, [1.0, 1.0])
+    with pytest.raises(ValueError, match="prior_precision must be > 0, got 0"):
+        blrlib.maximize_evidence(X, Y, 0.0)
+    with pytest.raises(ValueError, match="max_iter must be >= 1, got 0"):
+        blrlib.maximize_evidence(X, Y, max_iter=0)
+    with pytest.raises(ValueError, match="tol must be > 0"):
+        blrlib.maximize_evidence(X, Y, tol=-1.0)
+    with pytest.raises(ValueError, match=r"\{-1, \+1\}"):
+        blrlib.maximize_evidence(X, 2 * Y - 1)

@@ -3,7 +3,9 @@
 1. ``build-finished``: the download button of a notebook page links to ``_sources/<doc>.ipynb``,
    which Sphinx copies from the *unexecuted* source.  This copies the executed notebook that
    MyST-NB wrote to ``<build>/jupyter_execute/<doc>.ipynb`` over it, so a reader who downloads a
-   chapter gets its outputs and figures.
+   chapter gets its outputs and figures.  It also writes ``NOTEBOOK_ARCHIVE`` (every executed
+   chapter in one zip, linked from the intro page by the role ``{notebook-archive}`text```) and copies the whole-book PDF of ``make pdf``
+   (``<build>/latex/book.pdf``) to ``BOOK_PDF`` when it exists.
 2. Directives for the instructor page, generated from the chapters at build time:
    ``{coursework-chapters}`` (title, estimated time, learning goals of every chapter) and
    ``{coursework-points}`` (every exercise with its grade id and points).
@@ -12,21 +14,39 @@
    declared twice is a SyntaxError), so duplicate scripts are dropped from each page; and the
    theme's ``default_mode`` is empty, which pydata-sphinx-theme reports on a reader's first
    visit ("Got invalid theme mode"), so it is set to ``auto`` (follow the reader's system).
+4. The page furniture: the header bar that pydata-sphinx-theme adds with a second search field
+   (the sidebar has one already) is switched off, and every page's download menu gets a link to
+   the whole-book PDF.
+5. The API page: blrlib docstrings name the book's equations by label (``eq-sigmoid`` in double
+   backquotes); ``autodoc-process-docstring`` turns each into an ``:eq:`` reference, so the page
+   shows the equation number, linked.
+6. The bibliography: a pybtex style ``book_author_year`` whose labels are author-year ("Bishop
+   2006", "Rasmussen and Williams 2006", "Polson et al. 2013"), sorted by author and year, the
+   same form as the author-year citations in the text.
 """
 
 from __future__ import annotations
 
 import pathlib
+import re
 import shutil
+import zipfile
 
 from docutils import nodes
 from docutils.statemachine import StringList
-from sphinx.util import logging
+from sphinx.util import logging, texescape
+from sphinx.transforms.post_transforms import SphinxPostTransform
 from sphinx.util.docutils import SphinxDirective
+from sphinx.util.osutil import relative_uri
 
 from coursework import book
 
 logger = logging.getLogger(__name__)
+
+#: every executed chapter notebook in one zip, at the root of the HTML output (intro page links it)
+NOTEBOOK_ARCHIVE = "bayesian-logistic-regression-notebooks.zip"
+#: the whole book as one PDF (``make pdf``), at the root of the HTML output (download menu)
+BOOK_PDF = "bayesian-logistic-regression.pdf"
 
 
 def _toc_chapters(env):
@@ -121,6 +141,7 @@ def copy_executed_notebooks(app, exception):
         return
     outdir = pathlib.Path(app.outdir)
     executed = outdir.parent / "jupyter_execute"
+    archived = []
     for docname in sorted(app.env.found_docs):
         if pathlib.Path(app.env.doc2path(docname)).suffix != ".ipynb":
             continue
@@ -131,6 +152,35 @@ def copy_executed_notebooks(app, exception):
             continue
         dst.parent.mkdir(parents=True, exist_ok=True)
         shutil.copyfile(src, dst)
+        archived.append((src, docname))
+    write_notebook_archive(outdir / NOTEBOOK_ARCHIVE, archived)
+    pdf = outdir.parent / "latex" / "book.pdf"
+    if pdf.exists():
+        shutil.copyfile(pdf, outdir / BOOK_PDF)
+
+
+def write_notebook_archive(path, notebooks):
+    """Zip the executed notebooks (``(file, docname)`` pairs) with a fixed timestamp, so the
+    same notebooks give the same archive."""
+    with zipfile.ZipFile(path, "w", compression=zipfile.ZIP_DEFLATED) as zf:
+        for src, docname in notebooks:
+            info = zipfile.ZipInfo(f"bayesian-logistic-regression/{pathlib.PurePosixPath(docname).name}.ipynb",
+                                   date_time=(2026, 1, 1, 0, 0, 0))
+            info.compress_type = zipfile.ZIP_DEFLATED
+            zf.writestr(info, pathlib.Path(src).read_bytes())
+
+
+def notebook_archive_role(name, rawtext, text, lineno, inliner, options=None, content=()):
+    """``{notebook-archive}`text``` links ``text`` to the archive of executed notebooks."""
+    env = inliner.document.settings.env
+    builder = env.app.builder
+    try:
+        here = builder.get_target_uri(env.docname)
+    except Exception:                                  # builders without page URIs (LaTeX)
+        here = env.docname + ".html"
+    uri = relative_uri(here, NOTEBOOK_ARCHIVE)
+    node = nodes.reference(rawtext, text, refuri=uri, classes=["notebook-archive"])
+    return [node], []
 
 
 def fix_page_scripts(app, pagename, templatename, context, doctree):
@@ -145,8 +195,116 @@ def fix_page_scripts(app, pagename, templatename, context, doctree):
         context["default_mode"] = "auto"
 
 
+def add_book_pdf_button(app, pagename, templatename, context, doctree):
+    """Add "the whole book (.pdf)" to the download menu of every page (after the theme's own
+    buttons, priority 501)."""
+    for group in context.get("header_buttons") or []:
+        if group.get("label") == "download-buttons":
+            group["buttons"].append({
+                "type": "link",
+                "url": context["pathto"](BOOK_PDF, 1),
+                "text": "book .pdf",
+                "tooltip": "Download the whole book as a PDF",
+                "icon": "fas fa-book",
+                "label": "download-book-pdf-button",
+            })
+
+
+def drop_header_search(app, config):
+    """pydata-sphinx-theme puts a search field in a header bar of its own unless
+    ``navbar_persistent`` is set; the sidebar already has the book's search field."""
+    options = config.html_theme_options
+    options.setdefault("navbar_persistent", [])
+
+
+# --------------------------------------------------------------- API page: equation labels
+
+EQ_LABEL_RE = re.compile(r"``(eq-[A-Za-z0-9_-]+)``")
+
+
+def link_equation_labels(app, what, name, obj, options, lines):
+    """``eq-sigmoid`` in a docstring becomes ``:eq:`eq-sigmoid``` (rendered "(1.2)", linked)."""
+    for i, line in enumerate(lines):
+        lines[i] = EQ_LABEL_RE.sub(r":eq:`\1`", line)
+
+
+# --------------------------------------------------------------- PDF: references to exercises
+
+class LatexExerciseReferences(SphinxPostTransform):
+    """In the PDF, a reference to an exercise of another page (the instructor page's table)
+    points at the label sphinx-exercise writes (``exercise:<label>``); Sphinx's own
+    ``docname:label`` is never defined there, and LaTeX would print "??"."""
+
+    default_priority = 30          # after the references are resolved (10) and sphinx-exercise (22)
+    formats = ("latex",)
+
+    def run(self, **kwargs):
+        registry = getattr(self.env, "sphinx_exercise_registry", {})
+        for node in list(self.document.findall(nodes.reference)):
+            uri = node.get("refuri", "")
+            label = uri.split("#", 1)[1] if uri.startswith("%") and "#" in uri else None
+            if not label or label not in registry or "exercise" not in type(registry[label].get("node")).__name__:
+                continue
+            text = texescape.escape(node.astext(), self.config.latex_engine)
+            node.replace_self(nodes.raw("", f"\\hyperref[exercise:{label}]{{{text}}}", format="latex"))
+
+
+# --------------------------------------------------------------- bibliography: author-year
+
+def _register_author_year_style():
+    from pybtex.plugin import register_plugin
+    from pybtex.richtext import Text
+    from pybtex.style.formatting.plain import Style as PlainStyle
+    from pybtex.style.labels import BaseLabelStyle
+
+    def surname(person):
+        text = " ".join(person.prelast_names + person.last_names)
+        return Text.from_latex(text).render_as("text")
+
+    class AuthorYearLabels(BaseLabelStyle):
+        """"Bishop 2006", "Rasmussen and Williams 2006", "Polson et al. 2013"; a letter
+        after the year tells apart two works with the same label."""
+
+        def format_label(self, entry):
+            people = entry.persons.get("author") or entry.persons.get("editor") or []
+            names = [surname(p) for p in people]
+            if not names:
+                who = entry.fields.get("organization") or entry.fields.get("title", entry.key)
+                names = [Text.from_latex(str(who)).render_as("text")]
+            if len(names) == 1:
+                who = names[0]
+            elif len(names) == 2:
+                who = f"{names[0]} and {names[1]}"
+            else:
+                who = f"{names[0]} et al."
+            return f"{who} {entry.fields.get('year', 'n.d.')}"
+
+        def format_labels(self, sorted_entries):
+            labels = [self.format_label(e) for e in sorted_entries]
+            seen = {}
+            for label in labels:
+                if labels.count(label) == 1:
+                    yield label
+                else:
+                    seen[label] = seen.get(label, -1) + 1
+                    yield label + "abcdefghijklmnopqrstuvwxyz"[seen[label]]
+
+    class AuthorYearStyle(PlainStyle):
+        default_label_style = "book_author_year"
+        default_sorting_style = "author_year_title"
+
+    register_plugin("pybtex.style.labels", "book_author_year", AuthorYearLabels)
+    register_plugin("pybtex.style.formatting", "book_author_year", AuthorYearStyle)
+
+
 def setup(app):
+    _register_author_year_style()
+    app.connect("config-inited", drop_header_search, priority=100)
+    app.connect("autodoc-process-docstring", link_equation_labels)
     app.connect("html-page-context", fix_page_scripts, priority=900)
+    app.connect("html-page-context", add_book_pdf_button, priority=900)
+    app.add_role("notebook-archive", notebook_archive_role)
+    app.add_post_transform(LatexExerciseReferences)
     app.add_directive("coursework-chapters", CourseworkChapters)
     app.add_directive("coursework-points", CourseworkPoints)
     app.connect("build-finished", copy_executed_notebooks)

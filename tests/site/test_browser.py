@@ -1,16 +1,25 @@
 """The site as a reader meets it, in headless Chromium: every page of the toc served from
 localhost.  Per page: MathJax typeset all the math (no raw TeX left, no TeX errors), every image
-loaded, no request left localhost, no console error, notebook pages offer their .ipynb; one
-screenshot per page goes to _build/screenshots/.  Plus the dark theme and offline search.
+loaded, no request left localhost, no console error, notebook pages offer their .ipynb; and what
+issue 12 found wrong (definitions in _reader.py): display equations cut at 1280 px, code lines
+over 88 characters or code blocks that scroll, downscaled figures, raw TeX, MyST roles or
+equation labels left as text, chapter cross-references that read as a bare title, doubled
+words, a missing favicon, pages that scroll sideways at 390 px, print layout that cuts code or
+equations.  Screenshots of every page at 1280 and 390 px go to _build/screenshots/
+(<page>-1280.png, <page>-390.png; the first screen of each page, or the whole page with
+BOOK_SCREENSHOTS=full, which `make screenshots` sets), with the counts per page in
+reader-view.json.  Plus the dark theme and offline search.
 """
 
+import json
 import re
 import urllib.parse
 
 import numpy as np
 import pytest
 
-from _site import NOTEBOOK_PAGES, PAGES, is_notebook
+import _reader
+from _site import FULL_PAGE, NOTEBOOK_PAGES, PAGES, is_notebook
 
 RAW_TEX = re.compile(r"\$\$|\\\(|\\\)|\\\[|\\\]|\\begin\{|\$\\[A-Za-z]")
 
@@ -54,8 +63,8 @@ def _is_local(url, base):
 class Visit:
     """One page opened in a fresh browser context, with what it requested and logged."""
 
-    def __init__(self, browser, server, path, dark=False):
-        self.context = browser.new_context(viewport={"width": 1280, "height": 1000})
+    def __init__(self, browser, server, path, dark=False, width=1280, idle=True):
+        self.context = browser.new_context(viewport={"width": width, "height": 1000})
         if dark:
             self.context.add_init_script("localStorage.setItem('theme', 'dark'); localStorage.setItem('mode', 'dark');")
         self.requests, self.errors, self.failed = [], [], []
@@ -66,7 +75,8 @@ class Visit:
         self.page.on("requestfailed", lambda r: self.failed.append(f"{r.url} ({r.failure})"))
         self.page.on("response", lambda r: r.status >= 400 and self.failed.append(f"{r.url} (HTTP {r.status})"))
         self.page.goto(f"{server}/{path}", wait_until="load")
-        self.page.wait_for_load_state("networkidle")
+        if idle:
+            self.page.wait_for_load_state("networkidle")
 
     def _route(self, server):
         def handle(route):
@@ -84,14 +94,18 @@ class Visit:
 
 @pytest.fixture(scope="module")
 def visits(browser, server, screenshots):
-    """Every toc page visited once; the findings per page (checked by the tests below)."""
+    """Every toc page visited at 1280 px (then in print layout) and at 390 px; the findings per
+    page (checked by the tests below), with the counts also written to reader-view.json."""
     found = {}
     for doc in PAGES:
+        name = doc.split("/")[-1]
         v = Visit(browser, server, f"{doc}.html")
         try:
             mathjax = v.page.evaluate(WAIT_MATHJAX_JS)
-            # the screenshot before the image check scrolls (scrolling up reveals the theme's header)
-            v.page.screenshot(path=str(screenshots / f"{doc.split('/')[-1]}.png"))
+            # the screenshot before the image check scrolls (scrolling up reveals the theme's header);
+            # the theme scrolls the sidebar's current entry into view, which can move the page
+            v.page.evaluate("window.scrollTo(0, 0)")
+            v.page.screenshot(path=str(screenshots / f"{name}-1280.png"), full_page=FULL_PAGE)
             images = v.page.evaluate(IMAGES_JS)
             v.page.wait_for_load_state("networkidle")
             found[doc] = {
@@ -108,9 +122,50 @@ def visits(browser, server, screenshots):
                     "a[href$='.ipynb']", "els => els.map(e => e.getAttribute('href'))"),
                 "title": v.page.title(),
             }
+            v.page.evaluate(_reader.OPEN_DETAILS_JS)
+            found[doc]["w1280"] = v.page.evaluate(_reader.READER_JS_1280)
+            v.page.set_viewport_size({"width": _reader.PRINT_WIDTH, "height": 1000})
+            v.page.emulate_media(media="print")
+            v.page.wait_for_timeout(200)
+            found[doc]["print"] = v.page.evaluate(_reader.READER_JS_PRINT)
         finally:
             v.close()
+        v = Visit(browser, server, f"{doc}.html", width=390, idle=False)
+        try:
+            v.page.evaluate(WAIT_MATHJAX_JS)
+            v.page.evaluate("window.scrollTo(0, 0)")
+            v.page.screenshot(path=str(screenshots / f"{name}-390.png"), full_page=FULL_PAGE)
+            found[doc]["w390"] = v.page.evaluate(_reader.READER_JS_390)
+        finally:
+            v.close()
+    (screenshots / "reader-view.json").write_text(json.dumps(_counts(found), indent=1))
     return found
+
+
+def _counts(found):
+    """Per page, the number of findings of each reader-view check (all zero when the page is right)."""
+    out = {}
+    for doc, f in found.items():
+        w, n, p = f["w1280"], f["w390"], f["print"]
+        out[doc] = {
+            "cut equations at 1280 px": len(w["cut_equations"]),
+            "display equations": w["display_equations"],
+            "widest MathJax box at 1280 px": w["math_box_px"],
+            "code lines > 88 characters": len(w["long_code_lines"]),
+            "code blocks that scroll at 1280 px": len(w["scrolling_code"]),
+            "downscaled figures at 1280 px": len(w["downscaled_figures"]),
+            "figures": w["figures"],
+            "raw TeX": len(w["raw_tex"]),
+            "raw MyST roles or directives": len(w["raw_roles"]),
+            "equation labels as text": len(w["equation_labels"]),
+            "bare chapter titles": len(w["bare_titles"]),
+            "doubled words": len(w["doubled_words"]),
+            "favicon missing": int(not w["favicon"]),
+            "page width at 390 px": n["page_width"],
+            "print: cut equations": len(p["cut_equations"]),
+            "print: code blocks that scroll": len(p["scrolling_code"]),
+        }
+    return out
 
 
 @pytest.mark.parametrize("doc", PAGES)
@@ -141,6 +196,75 @@ def test_no_request_leaves_localhost(visits, doc, server):
 @pytest.mark.parametrize("doc", PAGES)
 def test_no_console_errors(visits, doc):
     assert not visits[doc]["errors"], f"{doc}: {visits[doc]['errors']}"
+
+
+def _report(doc, what, items, limit=12):
+    return f"{doc}: {len(items)} {what}:\n  " + "\n  ".join(items[:limit])
+
+
+@pytest.mark.parametrize("doc", PAGES)
+def test_display_equations_fit_at_1280px(visits, doc):
+    """Every display equation fits its MathJax box, clear of its number (split long ones with
+    aligned/split, or define a symbol first)."""
+    cut = visits[doc]["w1280"]["cut_equations"]
+    assert not cut, _report(doc, "display equations cut at 1280 px", cut)
+
+
+@pytest.mark.parametrize("doc", PAGES)
+def test_code_fits_at_1280px(visits, doc):
+    w = visits[doc]["w1280"]
+    assert not w["long_code_lines"], _report(doc, f"code lines longer than {_reader.MAX_LINE} characters", w["long_code_lines"])
+    assert not w["scrolling_code"], _report(doc, "code blocks that scroll at 1280 px", w["scrolling_code"])
+
+
+@pytest.mark.parametrize("doc", PAGES)
+def test_figures_shown_at_natural_size_at_1280px(visits, doc):
+    small = visits[doc]["w1280"]["downscaled_figures"]
+    assert not small, _report(doc, "figures shown smaller than drawn (labels shrink; at most ~7.3 in wide at dpi 100)", small)
+
+
+@pytest.mark.parametrize("doc", PAGES)
+def test_no_raw_tex_roles_or_labels_in_text(visits, doc):
+    """Catches inline math that MyST turned into a list item (a line starting with "-"), roles
+    and directives that did not parse, and equation labels printed instead of numbers."""
+    w = visits[doc]["w1280"]
+    assert not w["raw_tex"], _report(doc, "raw TeX fragments in the text", w["raw_tex"])
+    assert not w["raw_roles"], _report(doc, "raw MyST roles or directives in the text", w["raw_roles"])
+    assert not w["equation_labels"], _report(doc, "equation labels shown as text", w["equation_labels"])
+
+
+@pytest.mark.parametrize("doc", PAGES)
+def test_cross_references_read_as_prose(visits, doc):
+    """"chapter 5 ({doc}`05_laplace`)" reads "chapter 5 (The Laplace approximation)"."""
+    bare = visits[doc]["w1280"]["bare_titles"]
+    assert not bare, _report(doc, 'links that show a bare chapter title (write "chapter N ({doc}`...`)")', bare)
+
+
+@pytest.mark.parametrize("doc", PAGES)
+def test_no_doubled_words(visits, doc):
+    """e.g. "exercise {ref}`ex-ch5-evidence`" renders "exercise Exercise 5.2"."""
+    doubled = visits[doc]["w1280"]["doubled_words"]
+    assert not doubled, _report(doc, "doubled words", doubled)
+
+
+@pytest.mark.parametrize("doc", PAGES)
+def test_favicon(visits, doc):
+    assert visits[doc]["w1280"]["favicon"], f"{doc}: no favicon declared, or it does not load as an image"
+
+
+@pytest.mark.parametrize("doc", PAGES)
+def test_no_sideways_scroll_at_390px(visits, doc):
+    """At phone width an equation or code block may scroll inside its own box; the page may not."""
+    n = visits[doc]["w390"]
+    assert n["page_width"] <= n["viewport"] + 1 and not n["figures_wider_than_column"], \
+        _report(doc, f"elements wider than the {n['viewport']} px phone screen (page {n['page_width']} px)", n["too_wide"])
+
+
+@pytest.mark.parametrize("doc", PAGES)
+def test_print_layout_keeps_code_and_equations(visits, doc):
+    p = visits[doc]["print"]
+    assert not p["scrolling_code"], _report(doc, f"code blocks cut in print ({_reader.PRINT_WIDTH} px column)", p["scrolling_code"])
+    assert not p["cut_equations"], _report(doc, f"equations cut in print ({_reader.PRINT_WIDTH} px column)", p["cut_equations"])
 
 
 @pytest.mark.parametrize("doc", NOTEBOOK_PAGES)
