@@ -82,24 +82,29 @@ class _CourseworkDirective(SphinxDirective):
 
 
 class CourseworkChapters(_CourseworkDirective):
-    """Per chapter: estimated time, coding exercises and points, learning goals."""
+    """Per chapter: estimated time, coding and pen-and-paper exercises with their points,
+    learning goals."""
 
     def run(self):
-        lines = ["| Chapter | Estimated time | Coding exercises | Points |",
-                 "| :-- | --: | --: | --: |"]
+        lines = ["| Chapter | Estimated time | Coding exercises | Points (graded automatically) "
+                 "| Pen-and-paper exercises | Points (graded by hand) |",
+                 "| :-- | --: | --: | --: | --: | --: |"]
         goals = []
-        total_min = total_pts = 0
+        total_min = total_auto = total_hand = 0
         for path, s in self.chapters():
             doc = _docname(self.env, path)
             coding = [e for e in s["exercises"] if e.coding]
-            pts = sum(e.points for e in coding)
+            paper = [e for e in s["exercises"] if e.by_hand]
+            auto, hand = sum(e.points for e in coding), sum(e.points for e in paper)
             total_min += s["minutes"]
-            total_pts += pts
+            total_auto += auto
+            total_hand += hand
             mark = "" if s["stated"] else "*"
-            lines.append(f"| {{doc}}`{doc}` | {s['minutes']} min{mark} | {len(coding)} | {pts:g} |")
+            lines.append(f"| {{doc}}`{doc}` | {s['minutes']} min{mark} | {len(coding)} | {auto:g} "
+                         f"| {len(paper)} | {hand:g} |")
             goals.append(f"- {{doc}}`{doc}` (about {s['minutes']} min{mark})")
             goals += [f"  - {g}" for g in s["goals"]] or ["  - (no learning goals listed)"]
-        lines.append(f"| **Total** | **{total_min / 60:.1f} h** | | **{total_pts:g}** |")
+        lines.append(f"| **Total** | **{total_min / 60:.1f} h** | | **{total_auto:g}** | | **{total_hand:g}** |")
         text = "\n".join(lines) + "\n\n" + (
             "Times marked * are estimates (100 words of prose a minute, a minute per code cell, "
             "15 minutes per coding and 10 per pen-and-paper exercise); the others are stated by "
@@ -108,20 +113,26 @@ class CourseworkChapters(_CourseworkDirective):
 
 
 class CourseworkPoints(_CourseworkDirective):
-    """Every exercise of the book: label (linked), title, grade id of its check cell, points."""
+    """Every exercise of the book: label (linked), title, the cell that is graded (the check
+    cell.s grade id, or the answer cell of a pen-and-paper exercise), its points, how it is graded."""
 
     def run(self):
-        lines = ["| Exercise | Title | Check cell (grade id) | Points |",
-                 "| :-- | :-- | :-- | --: |"]
-        total = 0.0
+        lines = ["| Exercise | Title | Graded cell (grade id) | Points | Graded |",
+                 "| :-- | :-- | :-- | --: | :-- |"]
+        auto = hand = 0.0
         for _path, s in self.chapters():
             for e in s["exercises"]:
                 if e.coding:
-                    total += e.points
-                    lines.append(f"| {{ref}}`{e.label}` | {_cell(e.title)} | `{e.check_id}` | {e.points:g} |")
+                    auto += e.points
+                    lines.append(f"| {{ref}}`{e.label}` | {_cell(e.title)} | `{e.check_id}` "
+                                 f"| {e.points:g} | automatically |")
+                elif e.by_hand:
+                    hand += e.points
+                    lines.append(f"| {{ref}}`{e.label}` | {_cell(e.title)} | `{e.answer_id}` "
+                                 f"| {e.points:g} | by hand |")
                 else:
-                    lines.append(f"| {{ref}}`{e.label}` | {_cell(e.title)} | pen and paper, not graded | – |")
-        lines.append(f"| **Total** | | | **{total:g}** |")
+                    lines.append(f"| {{ref}}`{e.label}` | {_cell(e.title)} | (none) | – | not graded |")
+        lines.append(f"| **Total** | | | **{auto + hand:g}** | **{auto:g} automatically, {hand:g} by hand** |")
         return self.render("\n".join(lines))
 
 
