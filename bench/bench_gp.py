@@ -1,4 +1,4 @@
-"""Benchmark: GP classification with blrlib.GPClassifier against scikit-learn.
+"""Benchmark: GP classification with blrlib.GPClassifier against scikit-learn, and EP against Laplace.
 
 Compares fit + predict_proba of ``blrlib.GPClassifier`` and
 ``sklearn.gaussian_process.GaussianProcessClassifier`` with the same kernel
@@ -11,10 +11,16 @@ blrlib / scikit-learn, for wall-clock time and for the CPU time of the process
 blrlib's fit alone on a larger data set, without restarts and with
 ``GPClassifier``'s default of two.
 
+The EP rows time ``gpc_ep`` (the parallel schedule: low-rank sweeps, then exact ones)
+against ``gpc_laplace`` at the same kernel matrix (two moons, n = 1000, variance 1,
+length scale 1), interleaved, and compare its log marginal likelihood with that of the
+plain textbook EP (Alg. 3.5 as printed, ``schedule="sequential"``), run once.
+
 Run from the repository root::
 
     .venv/bin/python bench/bench_gp.py               # n = 1000 (3 repeats) and 4000
     .venv/bin/python bench/bench_gp.py --threads 1   # pin BLAS to one thread (needs threadpoolctl)
+    .venv/bin/python bench/bench_gp.py --ep-only     # the EP rows only
 
 or ``from bench_gp import main; main(n=300, n_large=600, repeats=1)``.
 """
@@ -88,7 +94,45 @@ def _time_large(n, repeats, n_restarts=0):
     return med, runs[-1][1], times
 
 
-def main(n=1000, n_large=4000, repeats=3, repeats_large=1, threads=None, restarts_large=2):
+def ep_vs_laplace(n=1000, repeats=5, textbook=True):
+    """gpc_ep against gpc_laplace on the same K, interleaved; the textbook EP's lml once."""
+    from blrlib import datasets, gpc_ep, gpc_laplace, rbf_kernel
+
+    X, y = datasets.two_moons(n, noise=0.3, seed=0)
+    K = rbf_kernel(X, variance=1.0, lengthscale=1.0)
+    times = {"laplace": [], "ep": []}
+    fits = {}
+    for r in range(repeats):  # interleaved, alternating which goes first
+        order = [("laplace", gpc_laplace), ("ep", gpc_ep)]
+        for name, fit in order if r % 2 == 0 else order[::-1]:
+            t0, c0 = time.perf_counter(), time.process_time()
+            fits[name] = fit(K, y)
+            times[name].append((time.perf_counter() - t0, time.process_time() - c0))
+    med = {k: (statistics.median(w for w, _ in v), statistics.median(c for _, c in v)) for k, v in times.items()}
+    plain = None
+    if textbook:
+        t0 = time.perf_counter()
+        plain = gpc_ep(K, y, schedule="sequential")
+        plain_time = time.perf_counter() - t0
+    load = os.getloadavg() if hasattr(os, "getloadavg") else ("?",) * 3
+    print(f"\nEP against Laplace (two moons, n = {n}, variance 1, length scale 1; {repeats} interleaved repeats, "
+          f"medians; load average at the end {load[0]:.1f})\n")
+    print("| function | wall (s) | CPU (s) | wall / gpc_laplace | sweeps or iterations | log marginal likelihood |")
+    print("|---|---:|---:|---:|---:|---|")
+    lw = med["laplace"][0]
+    print(f"| gpc_laplace | {lw:.3f} | {med['laplace'][1]:.3f} | 1.00 | {fits['laplace'].n_iter} | "
+          f"{fits['laplace'].log_marginal_likelihood:.9f} |")
+    ep = fits["ep"]
+    print(f"| gpc_ep (parallel) | {med['ep'][0]:.3f} | {med['ep'][1]:.3f} | {med['ep'][0] / lw:.2f} | {ep.n_sweeps} | "
+          f"{ep.log_marginal_likelihood:.9f} |")
+    if plain is not None:
+        gap = abs(plain.log_marginal_likelihood - ep.log_marginal_likelihood)
+        print(f"| gpc_ep(schedule='sequential'), the textbook Alg. 3.5, run once | {plain_time:.1f} | - | "
+              f"{plain_time / lw:.0f} | {plain.n_sweeps} | {plain.log_marginal_likelihood:.9f} (gap {gap:.1e}) |")
+    return {"median": med, "runs": times, "ep": ep, "textbook": plain}
+
+
+def main(n=1000, n_large=4000, repeats=3, repeats_large=1, threads=None, restarts_large=2, ep=True):
     """Run the benchmark and print a markdown table; return the rows as dicts."""
     limits = contextlib.nullcontext()
     if threads is not None:
@@ -132,7 +176,16 @@ def main(n=1000, n_large=4000, repeats=3, repeats_large=1, threads=None, restart
             sw, sc = sk
             cells = f"{bw:.2f} | {sw:.2f} | {bw / sw:.2f} | {bc:.2f} | {sc:.2f} | {bc / sc:.2f}"
         print(f"| {r['task']} | {cells} | {r['lml']} |")
+    if ep:
+        with contextlib.nullcontext() if threads is None else _threads(threads):
+            ep_vs_laplace(n)
     return rows
+
+
+def _threads(n):
+    from threadpoolctl import threadpool_limits
+
+    return threadpool_limits(limits=n)
 
 
 if __name__ == "__main__":
@@ -144,7 +197,12 @@ if __name__ == "__main__":
     parser.add_argument("--threads", type=int, default=None)
     parser.add_argument("--restarts-large", type=int, default=2,
                         help="also time the large fit with this many restarts (0: skip)")
+    parser.add_argument("--ep-only", action="store_true", help="only the rows of gpc_ep against gpc_laplace")
     args = parser.parse_args()
-    rows = main(args.n, args.n_large, args.repeats, args.repeats_large, args.threads, args.restarts_large)
-    for r in rows:
-        print(f"<!-- {r['task']}: runs {r['runs']} -->")
+    if args.ep_only:
+        result = ep_vs_laplace(args.n)
+        print(f"<!-- runs {result['runs']} -->")
+    else:
+        rows = main(args.n, args.n_large, args.repeats, args.repeats_large, args.threads, args.restarts_large)
+        for r in rows:
+            print(f"<!-- {r['task']}: runs {r['runs']} -->")

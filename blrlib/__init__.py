@@ -7,8 +7,12 @@ that define it.  ``blrlib.datasets`` holds the data sets and
 
 from . import datasets
 from .evidence import EvidenceFit, maximize_evidence
-from .gp import GPCLaplace, GPCPrediction, gpc_laplace, gpc_log_marginal_likelihood, gpc_predict
 from .gp_classifier import GPClassifier
+from .gp_elliptical import GPCSamples, gpc_elliptical_slice, gpc_predict_samples
+from .gp_ep import GPCEP, gpc_ep
+from .gp_hyperparameters import gpc_log_marginal_likelihood
+from .gp_laplace import GPCLaplace, gpc_laplace
+from .gp_predict import GPCPrediction, gpc_predict
 from .gp_regression import GPRPosterior, GPRPrediction, gpr_posterior, gpr_predict
 from .kernels import linear_kernel, polynomial_kernel, rbf_kernel
 from .laplace import LaplacePosterior, laplace_posterior
@@ -59,8 +63,10 @@ __all__ = [
     "ConvergenceWarning",
     "EvidenceFit",
     "FitResult",
+    "GPCEP",
     "GPCLaplace",
     "GPCPrediction",
+    "GPCSamples",
     "GPClassifier",
     "GPRPosterior",
     "GPRPrediction",
@@ -70,9 +76,12 @@ __all__ = [
     "datasets",
     "effective_sample_size",
     "expected_sigmoid",
+    "gpc_elliptical_slice",
+    "gpc_ep",
     "gpc_laplace",
     "gpc_log_marginal_likelihood",
     "gpc_predict",
+    "gpc_predict_samples",
     "gpr_posterior",
     "gpr_predict",
     "gradient",

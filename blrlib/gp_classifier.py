@@ -1,21 +1,24 @@
-r"""A scikit-learn-style Gaussian-process classifier on top of :mod:`blrlib.gp`.
+r"""A scikit-learn-style Gaussian-process classifier composed of the library's GP functions.
 
-Book: chapter 9.  :class:`GPClassifier` composes the functions of
-:mod:`blrlib.gp`: it learns the RBF kernel's variance and length scale by
-maximising the Laplace approximation of the log marginal likelihood with its
-analytic gradient (Rasmussen & Williams, Algorithm 5.1) under L-BFGS-B, then
-predicts with Algorithm 3.2.
+Book: chapters 9 and 11.  :class:`GPClassifier` learns the RBF kernel's variance and
+length scale by maximising the log marginal likelihood, Laplace's (Rasmussen &
+Williams Alg. 5.1) or EP's (GPML section 5.5.2), with its analytic gradient under
+L-BFGS-B (:mod:`blrlib.gp_hyperparameters`), fits :func:`~blrlib.gpc_laplace` or
+:func:`~blrlib.gpc_ep` at the learned values, and predicts with
+:func:`~blrlib.gpc_predict` (Alg. 3.2 or 3.6).
 """
 
 import inspect
 import warnings
 
 import numpy as np
-from scipy.optimize import minimize
 
 from ._validation import as_labels, as_matrix, check_int, check_positive
-from .gp import _check_method, _make_fit, _predict, _rbf_lml, _warn_mode
-from .kernels import _rbf_from_sqdist, _squared_distances
+from .gp_ep import gpc_ep
+from .gp_hyperparameters import _DEFAULT_TOL, _INFERENCE, _learn, _warn_at_bounds
+from .gp_laplace import gpc_laplace
+from .gp_predict import _check_method, gpc_predict
+from .kernels import _squared_distances, rbf_kernel
 from .optimize import ConvergenceWarning
 
 __all__ = ["GPClassifier"]
@@ -34,52 +37,65 @@ def _check_bounds(bounds, name):
 
 
 class GPClassifier:
-    r"""Gaussian-process classifier with an RBF kernel and the Laplace approximation.
+    r"""Gaussian-process classifier with an RBF kernel and the Laplace or EP approximation.
 
-    A scikit-learn-style estimator around :func:`gpc_laplace` and
-    :func:`gpc_predict`, with the kernel
-    :math:`k(\mathbf x, \mathbf x') = \sigma^2 \exp(-\|\mathbf x - \mathbf x'\|^2 / 2\ell^2)`
-    (:func:`~blrlib.rbf_kernel`).  With ``optimize=True`` (the default), ``fit``
-    chooses :math:`\sigma^2` and :math:`\ell` by maximising the Laplace log marginal
+    A scikit-learn-style estimator composed of :func:`~blrlib.gpc_laplace` (or
+    :func:`~blrlib.gpc_ep`) and :func:`~blrlib.gpc_predict`, with the kernel
+    :math:`k(\mathbf x, \mathbf x') = \sigma_f^2 \exp(-\|\mathbf x - \mathbf x'\|^2 / 2\ell^2)`
+    (:func:`~blrlib.rbf_kernel`).  With ``optimize=True`` (the default), ``fit`` chooses
+    :math:`\sigma_f^2` and :math:`\ell` by maximising the approximate log marginal
     likelihood with L-BFGS-B on its analytic gradient
-    (:func:`gpc_log_marginal_likelihood`, GPML Algorithm 5.1) in
-    :math:`(\log\sigma^2, \log\ell)`, starting from the constructor's values and
-    from ``n_restarts`` further seeded starting points; each Newton mode search is
-    warm-started from the previous one.
+    (:func:`~blrlib.gpc_log_marginal_likelihood`) in :math:`(\log\sigma_f^2, \log\ell)`,
+    starting from the constructor's values and from ``n_restarts`` further seeded
+    starting points; each inner iteration (Newton's method or EP) is warm-started from
+    the previous one.  A hyperparameter that ends on a bound of its search gets a
+    ``ConvergenceWarning`` that names it.
 
-    Book: chapter 9.
+    A data set with one class is accepted, as by :func:`~blrlib.gpc_laplace` and
+    :func:`~blrlib.gpc_ep`: the posterior is proper, and it is fitted and predicts as
+    usual.  Its marginal likelihood, though, has no maximum: it keeps rising as
+    :math:`\sigma_f^2` and :math:`\ell` grow, towards :math:`\log\frac12` (a latent
+    function that is constant, and on that class's side with prior probability 1/2); the
+    Laplace and EP approximations of it can show a spurious maximum far out.  So with
+    ``optimize=True`` the hyperparameters are not learned: the constructor's values are
+    used, with a ``ConvergenceWarning`` that says so.
+
+    Book: chapter 9 (Laplace) and chapter 11 (EP).
 
     Parameters
     ----------
     variance : float, default 1
-        :math:`\sigma^2 > 0`; the fixed value, or the optimiser's first starting point.
+        :math:`\sigma_f^2 > 0`; the fixed value, or the optimiser's first starting point.
     lengthscale : float, default 1
         :math:`\ell > 0`, likewise.
+    inference : {"laplace", "ep"}, default "laplace"
+        The approximation of the posterior and of the marginal likelihood.
     optimize : bool, default True
         Learn the hyperparameters; ``False`` keeps the constructor's values.
     n_restarts : int, default 2
-        Extra optimiser runs, started from :math:`\sigma^2` log-uniform in
+        Extra optimiser runs, started from :math:`\sigma_f^2` log-uniform in
         [0.1, 1000] and :math:`\ell` log-uniform in [0.1, 10] times the median distance
         between training points (clipped to the bounds), drawn from
         ``np.random.default_rng(random_state)``.
     random_state : int, default 0
-    predict_method : {"probit", "quadrature", "mc", "plugin"}, default "probit"
-        How :meth:`predict_proba` averages the sigmoid (see :func:`gpc_predict`).
+    predict_method : {"quadrature", "probit", "mc", "plugin"}, default "quadrature"
+        How :meth:`predict_proba` averages the sigmoid (see :func:`~blrlib.gpc_predict`).
     variance_bounds, lengthscale_bounds : (float, float), default (1e-5, 1e5)
         Bounds of the hyperparameter search.
     max_iter : int, default 100
-        Newton iterations per mode search.
-    tol : float, default 1e-10
-        Tolerance of each mode search (see :func:`gpc_laplace`).
+        Newton iterations per mode search (Laplace) or sweeps (EP).
+    tol : float, optional
+        Tolerance of each mode search (default 1e-10, see :func:`~blrlib.gpc_laplace`) or
+        EP run (default 1e-8, see :func:`~blrlib.gpc_ep`).
 
     Attributes
     ----------
     variance_, lengthscale_ : float
         The hyperparameters used for prediction.
     log_marginal_likelihood_ : float
-        The Laplace log marginal likelihood at those hyperparameters.
-    laplace_ : GPCLaplace
-        The Laplace approximation at the training inputs.
+        The approximate log marginal likelihood at those hyperparameters.
+    posterior_ : GPCLaplace or GPCEP
+        The approximation at the training inputs.
     X_train_ : ndarray of shape (n, d)
     classes_ : ndarray, ``array([0, 1])``
     n_features_in_ : int
@@ -89,17 +105,21 @@ class GPClassifier:
     Examples
     --------
     >>> from blrlib import datasets
-    >>> X, y = datasets.two_moons(60, noise=0.2, seed=0)
+    >>> X, y = datasets.two_moons(60, noise=0.35, seed=0)
     >>> clf = GPClassifier(n_restarts=0).fit(X, y)
-    >>> clf.predict_proba(X[:2]).shape, float(np.mean(clf.predict(X) == y)) > 0.9
-    ((2, 2), True)
+    >>> clf.predict_proba(X[:2]).shape, round(clf.variance_, 1), round(clf.lengthscale_, 2)
+    ((2, 2), 25.5, 1.01)
+    >>> ep = GPClassifier(inference="ep", n_restarts=0).fit(X, y)
+    >>> type(ep.posterior_).__name__, float(np.mean(ep.predict(X) == y)) > 0.9
+    ('GPCEP', True)
     """
 
-    def __init__(self, variance=1.0, lengthscale=1.0, *, optimize=True, n_restarts=2, random_state=0,
-                 predict_method="probit", variance_bounds=(1e-5, 1e5), lengthscale_bounds=(1e-5, 1e5),
-                 max_iter=100, tol=1e-10):
+    def __init__(self, variance=1.0, lengthscale=1.0, *, inference="laplace", optimize=True, n_restarts=2,
+                 random_state=0, predict_method="quadrature", variance_bounds=(1e-5, 1e5),
+                 lengthscale_bounds=(1e-5, 1e5), max_iter=100, tol=None):
         self.variance = variance
         self.lengthscale = lengthscale
+        self.inference = inference
         self.optimize = optimize
         self.n_restarts = n_restarts
         self.random_state = random_state
@@ -137,114 +157,69 @@ class GPClassifier:
     def _validated_params(self):
         variance = check_positive(self.variance, "variance")
         lengthscale = check_positive(self.lengthscale, "lengthscale")
+        if self.inference not in _INFERENCE:
+            raise ValueError(f"inference must be one of {_INFERENCE}, got {self.inference!r}")
         if not isinstance(self.optimize, bool | np.bool_):
             raise TypeError(f"optimize must be True or False, got {type(self.optimize).__name__}")
         n_restarts = check_int(self.n_restarts, "n_restarts", minimum=0)
         random_state = check_int(self.random_state, "random_state", minimum=0)
         _check_method(self.predict_method)
-        vb = _check_bounds(self.variance_bounds, "variance_bounds")
-        lb = _check_bounds(self.lengthscale_bounds, "lengthscale_bounds")
+        bounds = (_check_bounds(self.variance_bounds, "variance_bounds"),
+                  _check_bounds(self.lengthscale_bounds, "lengthscale_bounds"))
         max_iter = check_int(self.max_iter, "max_iter")
-        tol = check_positive(self.tol, "tol")
-        return variance, lengthscale, n_restarts, random_state, vb, lb, max_iter, tol
+        tol = _DEFAULT_TOL[self.inference] if self.tol is None else check_positive(self.tol, "tol")
+        return variance, lengthscale, n_restarts, random_state, bounds, max_iter, tol
 
     def fit(self, X, y):
-        """Fit the Laplace approximation, learning the hyperparameters if ``optimize``; return ``self``.
+        """Fit the approximation, learning the hyperparameters if ``optimize``; return ``self``.
 
         Parameters
         ----------
         X : array_like of shape (n, d)
-        y : array_like of shape (n,), values in {0, 1}; both classes must occur.
+        y : array_like of shape (n,), values in {0, 1}
         """
-        variance, lengthscale, n_restarts, seed, vb, lb, max_iter, tol = self._validated_params()
+        variance, lengthscale, n_restarts, seed, bounds, max_iter, tol = self._validated_params()
         X = as_matrix(X)
         y = as_labels(y, n=X.shape[0])
-        if y.min() == y.max():
-            raise ValueError(
-                f"GPClassifier needs both classes in y, got only class {int(y[0])} ({y.shape[0]} labels)"
-            )
-        D = _squared_distances(X)
         self.optimize_results_ = []
-        f0 = None
-        if self.optimize:
-            variance, lengthscale, f0 = self._optimize(D, y, variance, lengthscale, n_restarts, seed, vb, lb,
-                                                       max_iter, tol)
-        lml, _, m, K = _rbf_lml(D, y, variance, lengthscale, False, max_iter, tol, f0)
-        if not m["converged"]:
-            _warn_mode(max_iter)
-        self.variance_ = float(variance)
-        self.lengthscale_ = float(lengthscale)
-        self.log_marginal_likelihood_ = float(lml)
-        self.laplace_ = _make_fit(K, y, m)
+        best = None
+        if self.optimize and y.min() == y.max():
+            warnings.warn(
+                f"GPClassifier: y has only class {int(y[0])} ({y.shape[0]} labels), and then the marginal "
+                f"likelihood has no maximum (it rises as variance and lengthscale grow); the hyperparameters "
+                f"are not learned: variance={variance:g} and lengthscale={lengthscale:g} are used",
+                ConvergenceWarning,
+                stacklevel=2,
+            )
+        elif self.optimize:
+            best, self.optimize_results_ = _learn(_squared_distances(X), y, (variance, lengthscale), bounds,
+                                                  n_restarts, seed, self.inference, max_iter, tol)
+            variance, lengthscale = (float(v) for v in np.exp(best.theta))
+            _warn_at_bounds(best.theta, bounds)
+        K = rbf_kernel(X, variance=variance, lengthscale=lengthscale)
+        if self.inference == "laplace":
+            self.posterior_ = gpc_laplace(K, y, max_iter, tol, f0=None if best is None else best.f)
+        else:
+            self.posterior_ = gpc_ep(K, y, max_sweeps=max_iter, tol=tol)
+        self.variance_ = variance
+        self.lengthscale_ = lengthscale
+        self.log_marginal_likelihood_ = self.posterior_.log_marginal_likelihood
         self.X_train_ = X
         self.classes_ = np.array([0, 1])
         self.n_features_in_ = X.shape[1]
         return self
 
-    def _optimize(self, D, y, variance, lengthscale, n_restarts, seed, vb, lb, max_iter, tol):
-        log_bounds = [(np.log(vb[0]), np.log(vb[1])), (np.log(lb[0]), np.log(lb[1]))]
-        lo = np.array([b[0] for b in log_bounds])
-        hi = np.array([b[1] for b in log_bounds])
-        state = {"last": None, "best": (-np.inf, None, None)}
-        ws = {}  # n x n buffers shared by all evaluations of the objective
-
-        def objective(theta):
-            f0 = None
-            if state["last"] is not None:
-                # warm start: the previous mode, moved along its derivative d f_hat / d theta
-                # (Alg. 5.1, line 14) when the step in theta is small enough for a linear prediction
-                theta_prev, f_prev, df_dtheta = state["last"]
-                step = theta - theta_prev
-                f0 = f_prev + df_dtheta @ step if np.max(np.abs(step)) <= 0.5 else f_prev
-            v, ell = np.exp(theta)
-            lml, grad, m, _ = _rbf_lml(D, y, v, ell, True, max_iter, tol, f0, ws)
-            state["last"] = (theta.copy(), m["f"], m["df_dtheta"])
-            if lml > state["best"][0]:
-                state["best"] = (lml, theta.copy(), m["f"])
-            return -lml, -grad
-
-        starts = [np.clip(np.log([variance, lengthscale]), lo, hi)]
-        if n_restarts:
-            rng = np.random.default_rng(seed)
-            sub = D[: min(D.shape[0], 500), : min(D.shape[0], 500)]
-            dist = np.sqrt(sub[np.triu_indices_from(sub, 1)])
-            scale = float(np.median(dist)) if dist.size and np.median(dist) > 0 else 1.0
-            for _ in range(n_restarts):
-                log_v = rng.uniform(np.log(0.1), np.log(1000.0))
-                log_l = np.log(scale) + rng.uniform(np.log(0.1), np.log(10.0))
-                starts.append(np.clip([log_v, log_l], lo, hi))
-        for theta0 in starts:
-            state["last"] = None  # each run starts its mode search afresh
-            res = minimize(objective, theta0, jac=True, method="L-BFGS-B", bounds=log_bounds)
-            self.optimize_results_.append(res)
-        best_lml, best_theta, best_f = state["best"]
-        best_res = min(self.optimize_results_, key=lambda r: r.fun)
-        if not any(r.success for r in self.optimize_results_):
-            warnings.warn(
-                f"GPClassifier: L-BFGS-B did not converge from any starting point "
-                f"({best_res.message}); the best hyperparameters found are used",
-                ConvergenceWarning,
-                stacklevel=3,
-            )
-        variance, lengthscale = np.exp(best_theta)
-        return float(variance), float(lengthscale), best_f
-
     # -- prediction -----------------------------------------------------------
-    def _check_fitted(self):
-        if not hasattr(self, "laplace_"):
-            raise AttributeError("this GPClassifier is not fitted yet; call fit(X, y) first")
-
     def _prediction(self, X):
-        self._check_fitted()
+        if not hasattr(self, "posterior_"):
+            raise AttributeError("this GPClassifier is not fitted yet; call fit(X, y) first")
         X = as_matrix(X)
         if X.shape[1] != self.n_features_in_:
             raise ValueError(
                 f"X has {X.shape[1]} features, but GPClassifier was fitted with {self.n_features_in_} features"
             )
-        _check_method(self.predict_method)
-        K_star = _rbf_from_sqdist(_squared_distances(X, self.X_train_), self.variance_, self.lengthscale_)
-        k_ss = np.full(X.shape[0], self.variance_)
-        return _predict(self.laplace_, K_star, k_ss, self.predict_method)
+        K_star = rbf_kernel(X, self.X_train_, variance=self.variance_, lengthscale=self.lengthscale_)
+        return gpc_predict(self.posterior_, K_star, np.full(X.shape[0], self.variance_), self.predict_method)
 
     def predict_proba(self, X):
         """Class probabilities, shape (m, 2): columns :math:`p(y=0)` and :math:`p(y=1)`."""
@@ -256,7 +231,7 @@ class GPClassifier:
         return (self._prediction(X).mean > 0).astype(int)
 
     def latent_mean_and_variance(self, X):
-        """Mean and variance of the latent function at ``X`` (GPML Alg. 3.2, lines 4 and 6)."""
+        """Mean and variance of the latent function at ``X`` (GPML Alg. 3.2 / 3.6)."""
         pred = self._prediction(X)
         return pred.mean, pred.var
 

@@ -38,9 +38,18 @@ def _squared_distances(X1, X2=None):
     return cdist(X1, X1 if X2 is None else X2, "sqeuclidean")
 
 
-def _rbf_from_sqdist(D, variance, lengthscale):
-    """The RBF kernel from precomputed squared distances (used by GP classification)."""
-    return variance * np.exp(-0.5 / lengthscale**2 * D)
+def _rbf_from_sqdist(D, variance, lengthscale, out=None):
+    r"""The RBF kernel (equation ``eq-rbf``) from squared distances: the one place its formula is written.
+
+    :math:`\sigma^2 \exp(-D / 2\ell^2)` elementwise.  :func:`rbf_kernel` and the GP
+    classifier's hyperparameter search (which keeps the squared distances and
+    recomputes the kernel for each new :math:`(\sigma^2, \ell)`) both call it; ``out``,
+    an array of D's shape, receives the result so that the search can reuse one buffer.
+    """
+    out = np.multiply(-0.5 / lengthscale**2, D, out=out)
+    np.exp(out, out=out)
+    out *= variance
+    return out
 
 
 def rbf_kernel(X1, X2=None, *, variance=1.0, lengthscale=1.0):
@@ -79,10 +88,7 @@ def rbf_kernel(X1, X2=None, *, variance=1.0, lengthscale=1.0):
     X1, X2 = as_matrix_pair(X1, X2)
     variance = check_nonnegative(variance, "variance")
     lengthscale = check_positive(lengthscale, "lengthscale")
-    # scale first, as in the equation: the distances are in units of the length scale
-    Z1 = X1 / lengthscale
-    Z2 = None if X2 is None else X2 / lengthscale
-    return variance * np.exp(-0.5 * _squared_distances(Z1, Z2))
+    return _rbf_from_sqdist(_squared_distances(X1, X2), variance, lengthscale)
 
 
 def _gram(X1, X2):

@@ -1,7 +1,7 @@
 r"""The logistic model: the sigmoid, the log-likelihood and its derivatives.
 
-Book: chapters 1 (the sigmoid and the logit), 2 (likelihood and gradient),
-3 (Hessian) and 4 (the Gaussian prior).
+Book: chapters 1 (the sigmoid and the logit), 2 (likelihood, gradient and Hessian),
+3 (Newton's method, which uses the Hessian) and 4 (the Gaussian prior).
 
 Labels are :math:`y_n \in \{0, 1\}`.  The likelihood is written with the signs
 :math:`s_n = 2 y_n - 1 \in \{-1, +1\}`, so that
@@ -200,8 +200,8 @@ def log_posterior(w, X, y, prior_precision=0.0):
     --------
     >>> log_posterior(np.ones(2), np.eye(2), np.array([0, 1]), prior_precision=2.0)
     -3.626...
-    >>> float(log_posterior(np.ones(2), np.eye(2), np.array([0, 1]), prior_precision=[0.0, 2.0])
-    ...       - log_posterior(np.ones(2), np.eye(2), np.array([0, 1])))
+    >>> w, X, y = np.ones(2), np.eye(2), np.array([0, 1])
+    >>> float(log_posterior(w, X, y, prior_precision=[0.0, 2.0]) - log_posterior(w, X, y))
     -1.0
     """
     w, X, y, lam = _checked(w, X, y, prior_precision)
@@ -271,7 +271,7 @@ def hessian(w, X, y, prior_precision=0.0):
     is one weighted pass over the rows.  The Hessian does not depend on ``y``
     (which is still validated, so the signature matches :func:`gradient`).
 
-    Book: chapter 3, equation ``eq-hessian`` (and ``eq-map-hessian`` in chapter 4).
+    Book: chapter 2, equation ``eq-hessian`` (and ``eq-map-hessian`` in chapter 4).
 
     Returns
     -------

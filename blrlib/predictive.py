@@ -59,17 +59,41 @@ def probit_kappa(var):
 _T = 8.5
 _H_MAX = 0.5
 _SH = 0.6
+# Gaussian averages are evaluated in blocks of rows holding about this many values
+# (32 MB), however many points and nodes there are.
+_BLOCK = 4_000_000
 
 
-def _quadrature(mean, sd):
-    h = min(_H_MAX, _SH / max(float(np.max(sd, initial=0.0)), 1e-300))
-    t = np.arange(-np.ceil(_T / h), np.ceil(_T / h) + 1) * h
-    weights = h * np.exp(-0.5 * t**2) / np.sqrt(2.0 * np.pi)
+def _quadrature_rule(sd_max, t_max=_T):
+    """Trapezoid nodes ``t`` on [-t_max, t_max] and weights h phi(t) for E[g(mean + sd t)], t ~ N(0, 1).
+
+    The step suits every sd up to ``sd_max`` (see the comment above).  A caller whose
+    integrand moves the mass of the Gaussian (the tilted distributions of expectation
+    propagation) widens ``t_max``.
+    """
+    h = min(_H_MAX, _SH / max(float(sd_max), 1e-300))
+    t = np.arange(-np.ceil(t_max / h), np.ceil(t_max / h) + 1) * h
+    return t, h * np.exp(-0.5 * t**2) / np.sqrt(2.0 * np.pi)
+
+
+def _row_blocks(n_rows, n_nodes):
+    """Slices of ``range(n_rows)`` whose blocks hold about ``_BLOCK`` node values each."""
+    step = max(1, _BLOCK // max(n_nodes, 1))
+    return [slice(start, start + step) for start in range(0, n_rows, step)]
+
+
+def _gaussian_average(g, mean, sd, t, weights):
+    r"""The weighted sums :math:`\sum_k w_k\, g(\mu_i + s_i t_k)` for every pair :math:`(\mu_i, s_i)`.
+
+    One routine for both ways the book averages over a Gaussian: quadrature (``t``
+    and ``weights`` from :func:`_quadrature_rule`) and Monte Carlo (``t`` standard
+    normal draws, ``weights`` all :math:`1/T`).  ``g`` maps an array of activations
+    elementwise; ``mean`` and ``sd`` are 1-D.  Rows are processed in blocks, so memory
+    stays bounded.
+    """
     out = np.empty(mean.shape)
-    chunk = max(1, 4_000_000 // t.size)
-    for start in range(0, mean.size, chunk):
-        sl = slice(start, start + chunk)
-        out[sl] = expit(mean[sl, None] + sd[sl, None] * t[None, :]) @ weights
+    for rows in _row_blocks(mean.size, t.size):
+        out[rows] = g(mean[rows, None] + sd[rows, None] * t[None, :]) @ weights
     return out
 
 
@@ -106,6 +130,8 @@ def expected_sigmoid(mean, var, method="quadrature", n_samples=10_000, rng=None)
     >>> round(float(expected_sigmoid(2.0, 0.0)), 12) == round(float(1 / (1 + np.exp(-2.0))), 12)
     True
     >>> p = expected_sigmoid(1.0, 3.0, method="probit")
+    >>> round(p, 4), round(p - expected_sigmoid(1.0, 3.0), 4)  # probit is 0.0036 too high here
+    (0.6632, 0.0036)
     """
     mean = _as_float_array(mean, "mean")
     var = _as_float_array(var, "var")
@@ -122,13 +148,9 @@ def expected_sigmoid(mean, var, method="quadrature", n_samples=10_000, rng=None)
     elif method == "mc":
         n_samples = check_int(n_samples, "n_samples")
         z = as_rng(rng).standard_normal(n_samples)
-        out = np.empty(mean.shape)
-        chunk = max(1, 4_000_000 // n_samples)
-        for start in range(0, mean.size, chunk):
-            sl = slice(start, start + chunk)
-            out[sl] = expit(mean[sl, None] + sd[sl, None] * z[None, :]).mean(axis=1)
+        out = _gaussian_average(expit, mean, sd, z, np.full(n_samples, 1.0 / n_samples))
     else:
-        out = _quadrature(mean, sd)
+        out = _gaussian_average(expit, mean, sd, *_quadrature_rule(np.max(sd, initial=0.0)))
     out = out.reshape(shape)
     return out if out.ndim else float(out)
 

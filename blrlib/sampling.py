@@ -30,7 +30,15 @@ from scipy.fft import irfft, next_fast_len, rfft
 from scipy.special import expit, gammaln, log_expit, logsumexp, ndtr, ndtri
 from scipy.stats import rankdata
 
-from ._validation import _as_float_array, _check_finite, as_labels, as_matrix, as_rng, check_int
+from ._validation import (
+    _as_float_array,
+    _check_finite,
+    as_labels,
+    as_matrix,
+    as_prior_precision,
+    as_rng,
+    check_int,
+)
 from .laplace import laplace_posterior
 from .logistic import _signs
 
@@ -251,24 +259,6 @@ class PosteriorSamples:
         )
 
 
-def _as_prior_precision(prior_precision, d):
-    """Return lambda as a length-d vector of per-weight precisions >= 0 (scalar: repeated)."""
-    if isinstance(prior_precision, bool):
-        raise TypeError("prior_precision must be a number >= 0 or a length-d vector of them, got a bool")
-    lam = _as_float_array(prior_precision, "prior_precision")
-    if lam.ndim == 0:
-        lam = np.full(d, float(lam))
-    elif lam.ndim != 1 or lam.shape[0] != d:
-        raise ValueError(
-            f"prior_precision must be a scalar or a vector of length d = {d} (one precision per "
-            f"column of X), got shape {lam.shape}"
-        )
-    _check_finite(lam, "prior_precision")
-    if np.any(lam < 0):
-        raise ValueError(f"prior_precision must be >= 0, got {lam[lam < 0][0]:g}")
-    return lam
-
-
 def _check_proper(X, y, lam):
     """Raise unless the posterior under the per-weight prior precisions ``lam`` is proper.
 
@@ -396,7 +386,8 @@ def gibbs_logistic(X, y, prior_precision, *, n_samples=2000, n_warmup=500, n_cha
     """
     X = as_matrix(X)
     y = as_labels(y, n=X.shape[0])
-    lam = _as_prior_precision(prior_precision, X.shape[1])
+    lam_given = as_prior_precision(prior_precision, X.shape[1])
+    lam = np.broadcast_to(lam_given, (X.shape[1],))  # one precision per weight
     n_samples, n_warmup, n_chains = _check_counts(n_samples, n_warmup, n_chains)
     rng = _as_seed(seed)
     _check_proper(X, y, lam)
@@ -404,14 +395,13 @@ def gibbs_logistic(X, y, prior_precision, *, n_samples=2000, n_warmup=500, n_cha
     draws = _gibbs_chains(X, y, lam, w_start, n_warmup + n_samples, rng, _pg_draws)
     w = np.ascontiguousarray(np.swapaxes(draws[n_warmup:], 0, 1))  # (n_chains, n_samples, d)
     pooled = w.reshape(-1, w.shape[2])
-    lam_out = float(lam[0]) if np.ndim(prior_precision) == 0 else lam
     return PosteriorSamples(
         w=w,
         mean=pooled.mean(axis=0),
         cov=np.atleast_2d(np.cov(pooled, rowvar=False)),
         rhat=_rhat_all(w),
         ess=_ess_all(w),
-        prior_precision=lam_out,
+        prior_precision=lam_given,
         n_warmup=n_warmup,
     )
 
@@ -681,34 +671,33 @@ def log_evidence_is(X, y, prior_precision, *, n_samples=100_000, seed=0):
     """
     X = as_matrix(X)
     y = as_labels(y, n=X.shape[0])
-    lam = _as_prior_precision(prior_precision, X.shape[1])
+    lam = as_prior_precision(prior_precision, X.shape[1])
     n_samples = check_int(n_samples, "n_samples", minimum=2)
     rng = _as_seed(seed)
     if np.any(lam == 0):
         return -np.inf, 0.0
-    # In v = Lambda^{1/2} w the prior is N(0, I) and the design X Lambda^{-1/2}: the
-    # evidence is unchanged, and the Laplace fit needs only a scalar precision.
-    Xv = X / np.sqrt(lam)
-    post = laplace_posterior(Xv, y, 1.0)
+    post = laplace_posterior(X, y, lam)
     d = X.shape[1]
+    lam = np.broadcast_to(lam, (d,))
     L = np.linalg.cholesky(post.cov)
     log_det_scale = 2.0 * np.sum(np.log(np.diag(L)))
+    log_prior_norm = 0.5 * np.sum(np.log(lam)) - 0.5 * d * np.log(2.0 * np.pi)
     nu = _IS_DF
     s = _signs(y)
     log_w = np.empty(n_samples)
-    chunk = max(1, 2_000_000 // X.shape[0])
+    chunk = max(1, 2_000_000 // X.shape[0])  # bound the (draws, rows) block in memory
     for start in range(0, n_samples, chunk):
         m = min(chunk, n_samples - start)
         z = rng.standard_normal((m, d))
         g = rng.chisquare(nu, size=m)
-        v = post.mean + (z @ L.T) / np.sqrt(g / nu)[:, None]
-        maha = np.sum(z * z, axis=1) * nu / g  # (v - mode)^T cov^{-1} (v - mode)
+        w = post.mean + (z @ L.T) / np.sqrt(g / nu)[:, None]  # multivariate t draws
+        maha = np.sum(z * z, axis=1) * nu / g  # (w - mode)^T cov^{-1} (w - mode)
         log_q = (
             gammaln(0.5 * (nu + d)) - gammaln(0.5 * nu) - 0.5 * d * np.log(nu * np.pi)
             - 0.5 * log_det_scale - 0.5 * (nu + d) * np.log1p(maha / nu)
         )
-        log_lik = log_expit(s * (v @ Xv.T)).sum(axis=1)
-        log_prior = -0.5 * np.sum(v * v, axis=1) - 0.5 * d * np.log(2.0 * np.pi)
+        log_lik = log_expit(s * (w @ X.T)).sum(axis=1)
+        log_prior = log_prior_norm - 0.5 * (w * w) @ lam
         log_w[start : start + m] = log_lik + log_prior - log_q
     log_z = float(logsumexp(log_w) - np.log(n_samples))
     r = np.exp(log_w - log_w.max())

@@ -1,7 +1,7 @@
 import numpy as np
 import pytest
 
-from blrlib import datasets, gp
+from blrlib import _gp_lowrank, datasets
 
 
 @pytest.fixture
@@ -10,7 +10,7 @@ def rng():
     return np.random.default_rng(20261125)
 
 
-# --- data shared by the GP tests (test_gp.py, test_gp_classifier.py) ---------------------------
+# --- data shared by the GP tests (tests/test_gp_*.py) -------------------------------------------
 
 @pytest.fixture(scope="module")
 def moons():
@@ -24,7 +24,7 @@ def X_test():
 
 @pytest.fixture(scope="module")
 def big_moons():
-    """Large enough (n >= gp._CG_MIN_N) for the mode searches to use conjugate gradients."""
+    """Large enough (n >= 500) for the mode searches to use conjugate gradients and EP its low-rank phase."""
     X, y = datasets.two_moons(600, noise=0.3, seed=2)
-    assert len(y) >= gp._CG_MIN_N
+    assert len(y) >= _gp_lowrank.CG_MIN_N
     return X, y

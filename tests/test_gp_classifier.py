@@ -1,20 +1,24 @@
-"""GPClassifier, the scikit-learn-style estimator on top of blrlib.gp (chapter 9; GPML Alg. 5.1 + L-BFGS-B)."""
+"""GPClassifier, the scikit-learn-style estimator composed of the GP functions (chapters 9 and 11;
+GPML Alg. 5.1 and eq. 5.27 under L-BFGS-B)."""
 
 import warnings
 
 import numpy as np
 import pytest
 from numpy.testing import assert_allclose
+from scipy.special import log_expit, logsumexp
 from sklearn.base import clone
 from sklearn.gaussian_process import GaussianProcessClassifier
 from sklearn.gaussian_process.kernels import RBF, ConstantKernel
 
 from blrlib import (
+    GPCEP,
+    ConvergenceWarning,
     GPCLaplace,
     GPClassifier,
-    GPCPrediction,
     datasets,
     expected_sigmoid,
+    gpc_ep,
     gpc_laplace,
     gpc_log_marginal_likelihood,
     gpc_predict,
@@ -43,7 +47,7 @@ def test_classifier_reaches_sklearn_marginal_likelihood(data):
     # the stored lml is that of the stored hyperparameters
     fit = gpc_laplace(rbf_kernel(X, variance=clf.variance_, lengthscale=clf.lengthscale_), y)
     assert_allclose(clf.log_marginal_likelihood_, fit.log_marginal_likelihood, rtol=0, atol=1e-8)
-    assert_allclose(clf.laplace_.f_hat, fit.f_hat, rtol=0, atol=1e-8)
+    assert_allclose(clf.posterior_.f_hat, fit.f_hat, rtol=0, atol=1e-8)
     # at an interior optimum the gradient vanishes
     _, grad = gpc_log_marginal_likelihood(X, y, clf.variance_, clf.lengthscale_)
     assert np.max(np.abs(grad)) < 1e-3
@@ -60,7 +64,7 @@ def test_classifier_at_large_n_matches_sklearn(big_moons):
     assert clf.log_marginal_likelihood_ >= sk.log_marginal_likelihood_value_ - 1e-6
     variance, lengthscale = np.exp(sk.kernel_.theta)
     assert_allclose([clf.variance_, clf.lengthscale_], [variance, lengthscale], rtol=1e-3)
-    assert_allclose(clf.laplace_.f_hat, sk.base_estimator_.f_cached, rtol=0, atol=1e-3)
+    assert_allclose(clf.posterior_.f_hat, sk.base_estimator_.f_cached, rtol=0, atol=1e-3)
 
 
 def test_predict_proba_and_predict(moons, X_test):
@@ -74,18 +78,22 @@ def test_predict_proba_and_predict(moons, X_test):
     assert np.array_equal(labels, (proba[:, 1] > 0.5).astype(int))
     assert np.mean(clf.predict(X) == y) > 0.9
     mean, var = clf.latent_mean_and_variance(X_test)
-    pred = gpc_predict(clf.laplace_, rbf_kernel(X_test, X, variance=clf.variance_, lengthscale=clf.lengthscale_),
-                       np.full(len(X_test), clf.variance_))
+    pred = gpc_predict(clf.posterior_, rbf_kernel(X_test, X, variance=clf.variance_, lengthscale=clf.lengthscale_),
+                       np.full(len(X_test), clf.variance_), method="quadrature")
     assert_allclose(mean, pred.mean, rtol=1e-13, atol=1e-13)
     assert_allclose(var, pred.var, rtol=1e-13, atol=1e-13)
     assert_allclose(proba[:, 1], pred.prob, rtol=1e-13, atol=1e-13)
 
 
 def test_predict_method_parameter(moons, X_test):
+    """The default is quadrature (the exact Gaussian average); the others are available."""
     X, y = moons
-    quad = GPClassifier(3.0, 0.5, optimize=False, predict_method="quadrature").fit(X, y)
-    mean, var = quad.latent_mean_and_variance(X_test)
-    assert_allclose(quad.predict_proba(X_test)[:, 1], expected_sigmoid(mean, var), rtol=0, atol=1e-15)
+    clf = GPClassifier(3.0, 0.5, optimize=False).fit(X, y)
+    assert clf.predict_method == "quadrature"
+    mean, var = clf.latent_mean_and_variance(X_test)
+    assert_allclose(clf.predict_proba(X_test)[:, 1], expected_sigmoid(mean, var), rtol=0, atol=1e-15)
+    probit = clf.set_params(predict_method="probit").predict_proba(X_test)[:, 1]
+    assert_allclose(probit, expected_sigmoid(mean, var, method="probit"), rtol=0, atol=1e-15)
 
 
 def test_fixed_hyperparameters_match_gpc_laplace(moons):
@@ -95,7 +103,11 @@ def test_fixed_hyperparameters_match_gpc_laplace(moons):
     assert (clf.variance_, clf.lengthscale_) == (4.0, 0.5)
     assert clf.optimize_results_ == []
     assert_allclose(clf.log_marginal_likelihood_, fit.log_marginal_likelihood, rtol=0, atol=1e-12)
-    assert isinstance(clf.laplace_, GPCLaplace)
+    assert isinstance(clf.posterior_, GPCLaplace)
+    ep = GPClassifier(variance=4.0, lengthscale=0.5, optimize=False, inference="ep").fit(X, y)
+    ep_fit = gpc_ep(rbf_kernel(X, variance=4.0, lengthscale=0.5), y)
+    assert isinstance(ep.posterior_, GPCEP)
+    assert_allclose(ep.log_marginal_likelihood_, ep_fit.log_marginal_likelihood, rtol=0, atol=1e-12)
 
 
 def test_get_params_round_trip():
@@ -106,15 +118,67 @@ def test_get_params_round_trip():
     assert clf.set_params(lengthscale=0.7) is clf and clf.lengthscale == 0.7
     twin = clone(clf)  # scikit-learn's clone relies on the same protocol
     assert twin.get_params() == clf.get_params() and twin is not clf
-    assert repr(clf) == "GPClassifier(variance=2.0, lengthscale=0.7, n_restarts=1, predict_method='quadrature')"
+    assert repr(clf) == "GPClassifier(variance=2.0, lengthscale=0.7, n_restarts=1)"
+    assert repr(clf.set_params(inference="ep")) == "GPClassifier(variance=2.0, lengthscale=0.7, inference='ep', n_restarts=1)"
 
 
-def test_results_are_frozen(moons):
+def test_hyperparameter_on_its_bound_warns_with_its_name(moons):
+    """A length scale bounded far below its optimum ends on the bound: the warning names it."""
     X, y = moons
-    fit = gpc_laplace(rbf_kernel(X), y)
-    with pytest.raises(AttributeError):
-        fit.f_hat = None
-    assert isinstance(gpc_predict(fit, rbf_kernel(X[:2], X), np.ones(2)), GPCPrediction)
+    with pytest.warns(ConvergenceWarning, match=r"learned lengthscale .* upper bound 0.05 of lengthscale_bounds"):
+        clf = GPClassifier(lengthscale=0.02, n_restarts=0, lengthscale_bounds=(0.01, 0.05)).fit(X, y)
+    assert clf.lengthscale_ == pytest.approx(0.05, rel=1e-12)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", ConvergenceWarning)  # an interior optimum: no warning
+        GPClassifier(n_restarts=0).fit(X, y)
+
+
+@pytest.mark.parametrize("inference", ["laplace", "ep"])
+def test_one_class(inference):
+    """One class is accepted as by gpc_laplace / gpc_ep and fitted as they fit it; its marginal
+    likelihood has no maximum, so the hyperparameters are kept, with a warning that says why."""
+    X = np.array([[-1.0], [0.0], [0.5], [2.0]])
+    y = np.ones(4)
+    fit = (gpc_laplace if inference == "laplace" else gpc_ep)(rbf_kernel(X, variance=3.0, lengthscale=0.8), y)
+    fixed = GPClassifier(3.0, 0.8, optimize=False, inference=inference).fit(X, y)
+    with pytest.warns(ConvergenceWarning, match=r"y has only class 1 \(4 labels\), and then the marginal "
+                                                 r"likelihood has no maximum.*variance=3 and lengthscale=0.8 are used"):
+        learned = GPClassifier(3.0, 0.8, inference=inference).fit(X, y)
+    for clf in (fixed, learned):
+        assert (clf.variance_, clf.lengthscale_) == (3.0, 0.8) and clf.optimize_results_ == []
+        assert_allclose(clf.log_marginal_likelihood_, fit.log_marginal_likelihood, rtol=0, atol=1e-12)
+        assert np.all(clf.predict(X) == 1) and np.all(clf.predict_proba(X)[:, 1] > 0.5)
+    # the claim: towards a constant latent function the exact marginal likelihood E[prod sigma(f_n)]
+    # (Monte Carlo over the prior, standard error about 0.002) only rises, towards log 1/2
+    rng = np.random.default_rng(0)
+    log_evidence = []
+    for v in (1.0, 10.0, 100.0, 1000.0):
+        L = np.linalg.cholesky(rbf_kernel(X, variance=v, lengthscale=10 * v) + 1e-9 * v * np.eye(4))
+        log_lik = np.sum(log_expit(rng.standard_normal((200_000, 4)) @ L.T), axis=1)
+        log_evidence.append(logsumexp(log_lik) - np.log(log_lik.size))
+    assert np.all(np.diff(log_evidence) > 0.05) and log_evidence[-1] < np.log(0.5)
+
+
+def test_ep_classifier_reaches_its_optimum(moons):
+    """inference="ep": the learned hyperparameters maximise the EP lml (zero gradient, above a grid),
+    and the fit and the predictions are gpc_ep's and gpc_predict's there."""
+    X, y = moons
+    clf = GPClassifier(inference="ep", n_restarts=0).fit(X, y)
+    lml, grad = gpc_log_marginal_likelihood(X, y, clf.variance_, clf.lengthscale_, inference="ep", tol=1e-12)
+    assert np.max(np.abs(grad)) < 1e-3
+    assert_allclose(clf.log_marginal_likelihood_, lml, rtol=0, atol=1e-6)
+    for dv in (0.8, 1.25):
+        for dl in (0.8, 1.25):
+            other = gpc_log_marginal_likelihood(X, y, clf.variance_ * dv, clf.lengthscale_ * dl,
+                                                eval_gradient=False, inference="ep")
+            assert other < clf.log_marginal_likelihood_
+    laplace = GPClassifier(n_restarts=0).fit(X, y)
+    assert not np.isclose(clf.variance_, laplace.variance_, rtol=1e-2)  # a different objective
+    ep = gpc_ep(rbf_kernel(X, variance=clf.variance_, lengthscale=clf.lengthscale_), y)
+    X_new = X[:7] + 0.1
+    pred = gpc_predict(ep, rbf_kernel(X_new, X, variance=clf.variance_, lengthscale=clf.lengthscale_),
+                       np.full(7, clf.variance_), method="quadrature")
+    assert_allclose(clf.predict_proba(X_new)[:, 1], pred.prob, rtol=0, atol=1e-7)
 
 
 # --- bad input -------------------------------------------------------------------------------
@@ -131,7 +195,11 @@ Y3 = np.array([0, 1, 1])
         (lambda: GPClassifier(predict_method="exact").fit(np.ones((3, 1)), Y3), ValueError, r"method must be one of"),
         (lambda: GPClassifier(lengthscale_bounds=(2.0, 1.0)).fit(np.ones((3, 1)), Y3), ValueError,
          r"lengthscale_bounds must satisfy low <= high, got \(2, 1\)"),
-        (lambda: GPClassifier().fit(np.ones((3, 1)), [1, 1, 1]), ValueError, r"needs both classes in y, got only class 1"),
+        (lambda: GPClassifier(inference="vb").fit(np.ones((3, 1)), Y3), ValueError,
+         r"inference must be one of \('laplace', 'ep'\), got 'vb'"),
+        (lambda: GPClassifier(tol=0.0).fit(np.ones((3, 1)), Y3), ValueError, r"tol must be > 0, got 0"),
+        (lambda: GPClassifier(variance_bounds=(1.0,)).fit(np.ones((3, 1)), Y3), TypeError,
+         r"variance_bounds must be a pair \(low, high\)"),
         (lambda: GPClassifier().fit(np.ones((3, 1)), ["a", "b", "a"]), TypeError, r"y must be an array of 0/1 labels"),
         (lambda: GPClassifier().fit(np.ones(3), Y3), ValueError, r"X must be 2-D"),
         (lambda: GPClassifier().predict(np.ones((3, 1))), AttributeError, r"not fitted yet; call fit\(X, y\) first"),

@@ -383,7 +383,7 @@ def test_gibbs_accepts_a_flat_prior_on_separable_weights_only_when_proper():
         ({"n_warmup": 1.5}, TypeError, "n_warmup must be an integer"),
         ({"seed": "zero"}, TypeError, "seed must be an int"),
         ({"prior_precision": -1.0}, ValueError, "prior_precision must be >= 0"),
-        ({"prior_precision": [1.0, 1.0, 1.0]}, ValueError, "vector of length d = 2"),
+        ({"prior_precision": [1.0, 1.0, 1.0]}, ValueError, "has length 3 but X has 2 columns"),
         ({"prior_precision": [1.0, np.nan]}, ValueError, "prior_precision must contain only finite"),
         ({"prior_precision": True}, TypeError, "prior_precision"),
     ],

@@ -19,6 +19,7 @@ ANSWER_PROMPTS = {"code_prompt_show": "Show the answer code", "code_prompt_hide"
 CHECK_PROMPTS = {"code_prompt_show": "Show the checks", "code_prompt_hide": "Hide the checks"}
 ANSWER_TAGS = ("hide-input", "remove-output")
 CHECK_TAGS = ("hide-input",)
+BEGIN_SOLUTION = "### BEGIN SOLUTION"
 
 _ASSERT_CALL = re.compile(r"(^|\.)assert\w*$")
 

@@ -16,8 +16,8 @@ Definitions (all in CSS pixels):
   (code and typeset math excluded), and a *raw role or directive* is MyST syntax such as
   ``{eq}`` or ``:::{exercise}`` left as text; an *equation label* is ``eq-...`` shown as text;
 - a *bare title* is a link to a chapter whose text is the chapter's title, inside a sentence,
-  not preceded by "chapter N (" (a link that is the whole of a table cell or starts a list
-  item is a heading and reads);
+  not preceded by "chapter N (" (or "chapter N, " / "chapter N: "; a link that opens a table
+  cell or a list item is a heading and reads);
 - a *doubled word* is the same word twice in a row ("exercise Exercise 5.2");
 - the page *scrolls sideways* at 390 px when the document is wider than the viewport.
 """
@@ -97,7 +97,9 @@ READER_JS_1280 = "async () => {" + _COMMON_JS + r"""
   out.figures = art.querySelectorAll('img').length;
   // visible text without code and typeset math
   const copy = art.cloneNode(true);
-  copy.querySelectorAll('pre, code, .highlight, mjx-container, script, style, .cell_input, .cell_output, .eqno').forEach(e => e.remove());
+  // blocks go; inline math and code leave a placeholder, so that "and $x$ and" is no doubled word
+  copy.querySelectorAll('pre, .highlight, script, style, .cell_input, .cell_output, .eqno').forEach(e => e.remove());
+  copy.querySelectorAll('mjx-container, code').forEach(e => e.replaceWith(document.createTextNode(' \u27e8\u00b7\u27e9 ')));
   document.body.appendChild(copy);
   const text = copy.innerText;
   copy.remove();
@@ -105,7 +107,7 @@ READER_JS_1280 = "async () => {" + _COMMON_JS + r"""
   out.raw_tex = grab(/\$|\\[A-Za-z]{2,}|\\[()\[\]]/g);
   out.raw_roles = grab(/\{(eq|doc|cite(:[a-z]+)?|ref|numref|math|download|term|abbr|exercise|solution|figure|note|bibliography|eval-rst)\}|^\s*(:::+|```+)|^:label:/gm);
   out.equation_labels = grab(/(^|[^\w#-])eq-[a-z0-9]+(-[a-z0-9]+)*\b/g);
-  out.doubled_words = grab(/\b([A-Za-z]{2,})[ \u00a0]+\1\b/gi);
+  out.doubled_words = grab(/(?<![\w-])([A-Za-z]{2,})[ \u00a0]+\1\b/gi);   // not "plug-in in"
   // cross-references to chapters: "chapter N (Title)", never a bare title in a sentence
   const chapters = {};
   for (const a of document.querySelectorAll('nav.bd-docs-nav a.reference.internal')) {
@@ -118,13 +120,20 @@ READER_JS_1280 = "async () => {" + _COMMON_JS + r"""
     const ch = chapters[url.pathname];
     const text = (a.textContent || '').replace(/\s+/g, ' ').trim();
     if (!ch || url.hash || text !== ch.title) continue;
+    // the text before the link in its sentence's block; a link that opens a list item or a
+    // table cell is a heading of that item and reads
+    const item = a.closest('li, td, th');
     const box = a.closest('p, li, td, th, dt, dd, figcaption, caption, h1, h2, h3, h4') || a.parentElement;
-    const range = document.createRange();
-    range.setStart(box, 0);
-    range.setEndBefore(a);
-    const before = range.toString().replace(/\s+/g, ' ');
-    if (!before.trim() && ['LI', 'TD', 'TH'].includes(box.tagName)) continue;
-    if (new RegExp(`(^|\\D)${ch.num}\\s*\\(\\s*$`).test(before)) continue;
+    const textBefore = (el) => {
+      const range = document.createRange();
+      range.setStart(el, 0);
+      range.setEndBefore(a);
+      return range.toString().replace(/\s+/g, ' ');
+    };
+    const before = textBefore(box);
+    if (item && !textBefore(item).trim()) continue;
+    // "chapter 5 (Title)", "chapter 5, Title", "chapter 5: Title"
+    if (new RegExp(`(^|\\D)${ch.num}\\s*[(,:]\\s*$`).test(before)) continue;
     out.bare_titles.push(`"...${before.slice(-30)}[${text}]" (chapter ${ch.num})`);
   }
   // the favicon: declared and served

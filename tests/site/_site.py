@@ -13,6 +13,8 @@ HTML = pathlib.Path(os.environ.get("BOOK_HTML", ROOT / "_build" / "html")).resol
 TOC = pathlib.Path(os.environ.get("BOOK_TOC", ROOT / "_toc.yml")).resolve()
 CHROMIUM = os.environ.get("CHROMIUM", "/usr/bin/chromium")
 REQUIRED = os.environ.get("BOOK_SITE_REQUIRED") == "1"
+# whole-page screenshots (slow on long pages: seconds each); `make screenshots` sets it
+FULL_PAGE = os.environ.get("BOOK_SCREENSHOTS") == "full"
 CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
                  "--disable-background-networking", "--disable-component-update", "--disable-sync"]
 

@@ -5,9 +5,10 @@ issue 12 found wrong (definitions in _reader.py): display equations cut at 1280 
 over 88 characters or code blocks that scroll, downscaled figures, raw TeX, MyST roles or
 equation labels left as text, chapter cross-references that read as a bare title, doubled
 words, a missing favicon, pages that scroll sideways at 390 px, print layout that cuts code or
-equations.  Full-page screenshots of every page at 1280 and 390 px go to _build/screenshots/
-(<page>-1280.png, <page>-390.png), with the counts per page in reader-view.json.  Plus the dark
-theme and offline search.
+equations.  Screenshots of every page at 1280 and 390 px go to _build/screenshots/
+(<page>-1280.png, <page>-390.png; the first screen of each page, or the whole page with
+BOOK_SCREENSHOTS=full, which `make screenshots` sets), with the counts per page in
+reader-view.json.  Plus the dark theme and offline search.
 """
 
 import json
@@ -18,7 +19,7 @@ import numpy as np
 import pytest
 
 import _reader
-from _site import NOTEBOOK_PAGES, PAGES, is_notebook
+from _site import FULL_PAGE, NOTEBOOK_PAGES, PAGES, is_notebook
 
 RAW_TEX = re.compile(r"\$\$|\\\(|\\\)|\\\[|\\\]|\\begin\{|\$\\[A-Za-z]")
 
@@ -62,7 +63,7 @@ def _is_local(url, base):
 class Visit:
     """One page opened in a fresh browser context, with what it requested and logged."""
 
-    def __init__(self, browser, server, path, dark=False, width=1280):
+    def __init__(self, browser, server, path, dark=False, width=1280, idle=True):
         self.context = browser.new_context(viewport={"width": width, "height": 1000})
         if dark:
             self.context.add_init_script("localStorage.setItem('theme', 'dark'); localStorage.setItem('mode', 'dark');")
@@ -74,7 +75,8 @@ class Visit:
         self.page.on("requestfailed", lambda r: self.failed.append(f"{r.url} ({r.failure})"))
         self.page.on("response", lambda r: r.status >= 400 and self.failed.append(f"{r.url} (HTTP {r.status})"))
         self.page.goto(f"{server}/{path}", wait_until="load")
-        self.page.wait_for_load_state("networkidle")
+        if idle:
+            self.page.wait_for_load_state("networkidle")
 
     def _route(self, server):
         def handle(route):
@@ -100,8 +102,10 @@ def visits(browser, server, screenshots):
         v = Visit(browser, server, f"{doc}.html")
         try:
             mathjax = v.page.evaluate(WAIT_MATHJAX_JS)
-            # the screenshot before the image check scrolls (scrolling up reveals the theme's header)
-            v.page.screenshot(path=str(screenshots / f"{name}-1280.png"), full_page=True)
+            # the screenshot before the image check scrolls (scrolling up reveals the theme's header);
+            # the theme scrolls the sidebar's current entry into view, which can move the page
+            v.page.evaluate("window.scrollTo(0, 0)")
+            v.page.screenshot(path=str(screenshots / f"{name}-1280.png"), full_page=FULL_PAGE)
             images = v.page.evaluate(IMAGES_JS)
             v.page.wait_for_load_state("networkidle")
             found[doc] = {
@@ -126,10 +130,11 @@ def visits(browser, server, screenshots):
             found[doc]["print"] = v.page.evaluate(_reader.READER_JS_PRINT)
         finally:
             v.close()
-        v = Visit(browser, server, f"{doc}.html", width=390)
+        v = Visit(browser, server, f"{doc}.html", width=390, idle=False)
         try:
             v.page.evaluate(WAIT_MATHJAX_JS)
-            v.page.screenshot(path=str(screenshots / f"{name}-390.png"), full_page=True)
+            v.page.evaluate("window.scrollTo(0, 0)")
+            v.page.screenshot(path=str(screenshots / f"{name}-390.png"), full_page=FULL_PAGE)
             found[doc]["w390"] = v.page.evaluate(_reader.READER_JS_390)
         finally:
             v.close()

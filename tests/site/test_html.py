@@ -1,22 +1,39 @@
 """Checks of the built HTML without a browser: accessibility (alt text or captions, heading
 order), figures readable in the dark theme (opaque white background), the downloadable notebooks
 are the executed ones, the search index finds chapter 5, the instructor page matches the
-notebooks."""
+notebooks; and (issue 12) answers folded away with no output and a labelled toggle, check cells
+folded under "Show the checks", no unlabelled toggle, sidebar titles without raw math, an
+author-year bibliography that matches the citations, API docstrings' equation labels as links,
+the notebook archive on the intro page and the whole-book PDF in every page's download menu."""
 
+import functools
 import io
 import json
 import pathlib
 import re
+import zipfile
 
 import nbformat
 import pytest
 from bs4 import BeautifulSoup
 
+import _cells
 from _site import NOTEBOOK_PAGES, PAGES, ROOT, book
+
+NOTEBOOK_ARCHIVE = "bayesian-logistic-regression-notebooks.zip"   # book/_ext/coursework_book.py
+BOOK_PDF = "bayesian-logistic-regression.pdf"
+DEFAULT_TOGGLES = re.compile(r"^(Show|Hide) code cell (source|outputs|content)$")
+
+
+@functools.lru_cache(maxsize=None)
+def _parsed(path, mtime):
+    return BeautifulSoup(path.read_text(encoding="utf-8"), "html.parser")
 
 
 def _soup(html_dir, doc):
-    return BeautifulSoup((html_dir / f"{doc}.html").read_text(encoding="utf-8"), "html.parser")
+    """The parsed page (parsed once per test session; treat it as read-only)."""
+    path = html_dir / f"{doc}.html"
+    return _parsed(path, path.stat().st_mtime_ns)
 
 
 def _article(soup):
@@ -131,3 +148,151 @@ def test_instructor_page_lists_every_exercise(html_dir):
         for goal in s["goals"][:1]:
             words = re.sub(r"[`*{}$\\]", " ", goal).split()[:3]
             assert all(w in text for w in words if w.isalpha()), (goal, words)
+
+
+# ------------------------------------------------------------------ issue 12: cells and toggles
+
+
+def _page_cells(html_dir, doc):
+    """(source cell index, source cell, kind, HTML div.cell) for every code cell the page shows."""
+    nb = json.loads((ROOT / f"{doc}.ipynb").read_text())
+    cells = nb["cells"]
+    shown = [i for i, c in enumerate(cells) if c["cell_type"] == "code" and "remove-cell" not in _cells.tags(c)]
+    divs = _article(_soup(html_dir, doc)).select("div.cell")
+    assert len(divs) == len(shown), \
+        f"{doc}: {len(shown)} code cells in the notebook, {len(divs)} on the page (a build older than the source?)"
+    return [(i, cells[i], _cells.kind(cells, i), div) for i, div in zip(shown, divs)]
+
+
+def _toggle(div):
+    """The collapsed label of the cell's input toggle, or None when the input is not folded."""
+    details = div.find("details", class_="hide")
+    if details is None or details.find("div", class_="cell_input") is None:
+        return None
+    title = details.find("summary").find(class_="collapsed")
+    return title.get_text(" ", strip=True) if title else details.find("summary").get_text(" ", strip=True)
+
+
+@pytest.mark.parametrize("doc", NOTEBOOK_PAGES)
+def test_answers_are_folded_without_output(html_dir, doc):
+    """An exercise's answer cell shows neither its code (folded under "Show the answer code")
+    nor its output."""
+    bad = []
+    for i, _cell, kind, div in _page_cells(html_dir, doc):
+        if kind != "answer" and _cells.BEGIN_SOLUTION not in div.get_text():
+            continue
+        label = _toggle(div)
+        if label != _cells.ANSWER_PROMPTS["code_prompt_show"]:
+            bad.append(f"cell {i}: answer code {'visible' if label is None else f'under the toggle {label!r}'}")
+        outputs = div.find_all("div", class_="cell_output")
+        if any(o.get_text(strip=True) or o.find("img") for o in outputs):
+            bad.append(f"cell {i}: the answer's output is shown")
+    assert not bad, f"{doc}: {len(bad)} answer cells that show what they should not:\n" + "\n".join(bad)
+
+
+@pytest.mark.parametrize("doc", NOTEBOOK_PAGES)
+def test_check_cells_are_folded_under_a_label(html_dir, doc):
+    """A cell that only asserts (a check of the text, an exercise's check) is folded under
+    "Show the checks"; its code stays in the notebook and runs."""
+    bad = [f"cell {i}: {'shown in full' if _toggle(div) is None else f'under the toggle {_toggle(div)!r}'}: "
+           f"{_cells.source(cell).strip().splitlines()[0][:60]}"
+           for i, cell, kind, div in _page_cells(html_dir, doc)
+           if kind == "check" and _toggle(div) != _cells.CHECK_PROMPTS["code_prompt_show"]]
+    assert not bad, f"{doc}: {len(bad)} check cells not folded under 'Show the checks':\n" + "\n".join(bad)
+
+
+@pytest.mark.parametrize("doc", PAGES)
+def test_every_toggle_is_labelled(html_dir, doc):
+    """No "Show code cell source": every folded cell says what it holds."""
+    titles = [s.get_text(" ", strip=True) for s in _article(_soup(html_dir, doc)).select("details.hide > summary .collapsed")]
+    default = [t for t in titles if DEFAULT_TOGGLES.match(t)]
+    assert not default, f"{doc}: {len(default)} toggles with MyST-NB's default label: {sorted(set(default))}"
+
+
+# ------------------------------------------------------------------ issue 12: the page furniture
+
+RAW_TITLE = re.compile(r"[$\\{}]|\b[lI]2\b|\bl_2\b")
+
+
+def test_sidebar_titles_read(html_dir):
+    """Titles in the navigation are plain text: no raw math, no "l2" that reads as "I2"
+    (write "The ℓ₂ prior ...")."""
+    soup = _soup(html_dir, PAGES[0])
+    titles = [a.get_text(" ", strip=True) for a in soup.select("nav.bd-docs-nav a")]
+    assert len(titles) >= len(PAGES) - 1, titles
+    bad = [t for t in titles if RAW_TITLE.search(t)]
+    for doc in PAGES:
+        title = _soup(html_dir, doc).title.get_text(strip=True)
+        if RAW_TITLE.search(title):
+            bad.append(f"{doc} <title>: {title}")
+    assert not bad, f"titles that do not read: {bad}"
+
+
+def test_bibliography_is_author_year_and_matches_the_citations(html_dir):
+    if "book/bibliography" not in PAGES:
+        pytest.skip("no bibliography page in the toc")
+    bib = _soup(html_dir, "book/bibliography")
+    entries = {}
+    for div in bib.select("div.citation"):
+        label = div.find(class_="label").get_text("", strip=True).strip("[]")
+        entries[div.get("id")] = label
+    assert entries, "the bibliography is empty"
+    not_author_year = [lab for lab in entries.values()
+                       if not re.fullmatch(r"[^\d\[\]]+ (\d{4}[a-z]?|n\.d\.)", lab)]
+    assert not not_author_year, f"bibliography labels that are not author-year: {not_author_year}"
+    mismatched = []
+    for doc in PAGES:
+        for span in _article(_soup(html_dir, doc)).select("span.bibtex-citation"):
+            for a in span.find_all("a", href=True):
+                if "bibliography.html#" not in a["href"]:
+                    continue
+                label = entries.get(a["href"].split("#", 1)[1])
+                surname = (label or "").split(" ")[0]
+                year = re.search(r"\d{4}[a-z]?|n\.d\.", a.get_text(" ", strip=True))
+                # "MacKay 1992a" is cited as "MacKay [1992]": the letter only tells two entries apart
+                if (label is None or not year or not re.sub(r"(\d{4})[a-z]$", r"\1", label).endswith(year.group(0))
+                        or surname not in span.get_text(" ")):
+                    mismatched.append(f"{doc}: '{span.get_text(' ', strip=True)}' -> {label}")
+    assert not mismatched, "citations whose bibliography entry does not match:\n" + "\n".join(mismatched[:20])
+
+
+def test_api_docstrings_link_their_equations(html_dir):
+    if "book/api" not in PAGES:
+        pytest.skip("no API page in the toc")
+    art = _article(_soup(html_dir, "book/api"))
+    raw = sorted({c.get_text(strip=True) for c in art.find_all("code") if re.fullmatch(r"eq-[\w-]+", c.get_text(strip=True))})
+    assert not raw, f"equation labels printed as code on the API page: {raw}"
+    links = [a for a in art.find_all("a", href=True) if "#equation-" in a["href"]]
+    assert links, "the API page links no equation"
+    assert all(re.fullmatch(r"\(\d+\.\d+\)", a.get_text(strip=True)) for a in links), \
+        [a.get_text(strip=True) for a in links if not re.fullmatch(r"\(\d+\.\d+\)", a.get_text(strip=True))]
+
+
+def test_intro_links_the_archive_of_executed_notebooks(html_dir):
+    root = PAGES[0]
+    links = [a["href"] for a in _soup(html_dir, root).find_all("a", href=True) if a["href"].endswith(NOTEBOOK_ARCHIVE)]
+    assert links, f"{root} does not link {NOTEBOOK_ARCHIVE}"
+    target = ((html_dir / root).parent / links[0]).resolve()
+    assert target == (html_dir / NOTEBOOK_ARCHIVE).resolve() and target.exists(), target
+    with zipfile.ZipFile(target) as zf:
+        names = {pathlib.PurePosixPath(n).name: n for n in zf.namelist()}
+        for doc in NOTEBOOK_PAGES:
+            name = doc.split("/")[-1] + ".ipynb"
+            assert name in names, f"{name} is not in {NOTEBOOK_ARCHIVE}"
+            nb = json.loads(zf.read(names[name]))
+            code = [c for c in nb["cells"] if c["cell_type"] == "code"]
+            assert code and all(c.get("execution_count") for c in code), f"{name} in the archive is not executed"
+
+
+@pytest.mark.parametrize("doc", PAGES)
+def test_download_menu_offers_the_book_pdf(html_dir, doc):
+    links = [a["href"] for a in _soup(html_dir, doc).find_all("a", href=True) if a["href"].endswith(BOOK_PDF)]
+    assert links, f"{doc}: no link to the whole-book PDF in the download menu"
+    assert ((html_dir / doc).parent / links[0]).resolve() == (html_dir / BOOK_PDF).resolve()
+
+
+@pytest.mark.parametrize("doc", PAGES)
+def test_one_search_field(html_dir, doc):
+    """The sidebar's search field only: no second, empty one in a header bar above the page."""
+    fields = _soup(html_dir, doc).select(".search-button-field")
+    assert len(fields) == 1, f"{doc}: {len(fields)} search fields"

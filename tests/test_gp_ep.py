@@ -1,0 +1,237 @@
+"""Expectation propagation for GP classification (chapter 11; GPML Alg. 3.5) against a plain
+dense textbook implementation written here, with the tilted moments by scipy's adaptive
+quadrature and the marginal likelihood from GPML eq. (3.65) as printed."""
+
+import warnings
+
+import numpy as np
+import pytest
+from numpy.testing import assert_allclose
+from scipy.integrate import quad_vec
+from scipy.special import expit, log_expit
+from scipy.stats import norm
+
+from blrlib import GPCEP, ConvergenceWarning, datasets, gp_ep, gpc_ep, gpc_laplace, rbf_kernel
+from blrlib.gp_ep import _tilted_sites
+
+
+def tilted_moments(m, v, s):
+    """Z, mean and variance of sigma(s f) N(f | m, v) by adaptive quadrature (independent of blrlib).
+
+    One adaptive integration (scipy's quad_vec) of (1, f - m, (f - m)^2) times the tilted
+    density, over m -+ (12 sd + v): the tilt moves the mass by at most v.
+    """
+    sd = np.sqrt(v)
+    lo, hi = m - 12 * sd - v, m + 12 * sd + v
+
+    def integrand(f):
+        weight = np.exp(log_expit(s * f) + norm.logpdf(f, m, sd))
+        return weight * np.array([1.0, f - m, (f - m) ** 2])
+
+    points = [0.0] if lo < 0 < hi else None
+    (Z, first, second), _ = quad_vec(integrand, lo, hi, epsabs=0, epsrel=1e-13, points=points, limit=2000)
+    shift = first / Z
+    return Z, m + shift, second / Z - shift**2
+
+
+def textbook_ep(K, y, tol=1e-11, max_sweeps=200):
+    """GPML Alg. 3.5 with dense matrices throughout, and log Z_EP by eq. (3.65) term by term."""
+    n = len(y)
+    s = 2 * y - 1
+    tau, nu = np.zeros(n), np.zeros(n)
+    Sigma, mu = K.copy(), np.zeros(n)
+    for _ in range(max_sweeps):
+        tau_old = tau.copy()
+        for i in range(n):
+            tau_c = 1 / Sigma[i, i] - tau[i]
+            nu_c = mu[i] / Sigma[i, i] - nu[i]
+            _, mean, var = tilted_moments(nu_c / tau_c, 1 / tau_c, s[i])
+            d_tau = 1 / var - tau_c - tau[i]
+            tau[i] += d_tau
+            nu[i] = mean / var - nu_c
+            s_i = Sigma[:, i].copy()
+            Sigma -= np.outer(s_i, s_i) * d_tau / (1 + d_tau * Sigma[i, i])  # = s s^T / (1/d_tau + Sigma_ii)
+            mu = Sigma @ nu
+        Sigma = K - K @ np.linalg.solve(K + np.diag(1 / tau), K)  # (K^-1 + S~)^-1 without K^-1
+        mu = Sigma @ nu
+        if np.max(np.abs(tau - tau_old)) < tol:
+            break
+    # eq. (3.65) with the cavities of the final posterior
+    tau_c = 1 / np.diag(Sigma) - tau
+    nu_c = mu / np.diag(Sigma) - nu
+    mu_c, var_c = nu_c / tau_c, 1 / tau_c
+    log_Z_hat = np.array([np.log(tilted_moments(mu_c[i], var_c[i], s[i])[0]) for i in range(n)])
+    site_mean, site_var = nu / tau, 1 / tau
+    C = K + np.diag(site_var)
+    lml = (-0.5 * np.linalg.slogdet(C)[1] - 0.5 * site_mean @ np.linalg.solve(C, site_mean)
+           + np.sum(log_Z_hat + 0.5 * np.log(var_c + site_var) + (mu_c - site_mean) ** 2 / (2 * (var_c + site_var))))
+    return tau, nu, mu, np.diag(Sigma), lml
+
+
+SETTINGS = [(1.0, 1.0), (10.0, 0.5), (100.0, 2.0)]
+
+
+@pytest.fixture(scope="module")
+def textbook():
+    """The textbook EP on 16 two-moons points at three kernels, computed once for both schedules."""
+    X, y = datasets.two_moons(16, noise=0.3, seed=5)
+    out = {}
+    for variance, lengthscale in SETTINGS:
+        K = rbf_kernel(X, variance=variance, lengthscale=lengthscale)
+        out[variance, lengthscale] = K, y, textbook_ep(K, y)
+    return out
+
+
+@pytest.mark.parametrize("variance, lengthscale", SETTINGS)
+@pytest.mark.parametrize("schedule", ["parallel", "sequential"])
+def test_ep_matches_textbook_ep(textbook, variance, lengthscale, schedule):
+    K, y, (tau, nu, mu, var, lml) = textbook[variance, lengthscale]
+    ep = gpc_ep(K, y, tol=1e-11, schedule=schedule, max_sweeps=500)
+    assert ep.converged
+    assert_allclose(ep.tau_tilde, tau, rtol=1e-8, atol=1e-10)
+    assert_allclose(ep.nu_tilde, nu, rtol=1e-8, atol=1e-10 * np.max(np.abs(nu)))
+    assert_allclose(ep.mean, mu, rtol=1e-8, atol=1e-9 * np.max(np.abs(mu)))
+    assert_allclose(ep.var, var, rtol=1e-8, atol=0)
+    assert_allclose(ep.log_marginal_likelihood, lml, rtol=0, atol=1e-9)
+    assert_allclose(K @ ep.alpha, ep.mean, rtol=1e-10, atol=1e-10 * variance)
+
+
+@pytest.mark.parametrize("s", [1.0, -1.0])
+@pytest.mark.parametrize("m", [-40.0, -6.0, -0.5, 0.0, 2.0, 30.0])
+@pytest.mark.parametrize("v", [1e-4, 0.3, 4.0, 100.0, 1e4])
+def test_tilted_sites_match_adaptive_quadrature(m, v, s):
+    """log Z_hat and the matching site over weak and strong sites, either side, any width."""
+    site = _tilted_sites(np.array([1 / v]), np.array([m / v]), np.array([s]))
+    Z, mean, var = tilted_moments(m, v, s)
+    assert_allclose(site.log_Z[0], np.log(Z), rtol=1e-11, atol=1e-11)
+    tau = 1 / var - 1 / v
+    assert site.tau[0] > 0
+    assert_allclose(site.tau[0], tau, rtol=1e-7 if v < 1e3 else 1e-5, atol=1e-12 / v)
+    # the site times the cavity has the tilted mean
+    assert_allclose((site.nu[0] + m / v) / (site.tau[0] + 1 / v), mean, rtol=1e-10, atol=1e-10 * np.sqrt(v))
+
+
+def test_tilted_normaliser_far_on_the_wrong_side():
+    """Z_hat = E[sigma(f)] under N(-800, 1) is about exp(-799.5), far below the smallest double."""
+    site = _tilted_sites(np.array([1.0]), np.array([-800.0]), np.array([1.0]))
+    # sigma(f) = exp(f) (1 + exp(f))^-1 and exp(f) N(f | m, 1) = exp(m + 1/2) N(f | m + 1, 1)
+    assert_allclose(site.log_Z[0], -800.0 + 0.5, rtol=1e-12)
+    assert np.isfinite(site.tau[0]) and np.isfinite(site.nu[0])
+
+
+def test_parallel_and_sequential_reach_the_same_fixed_point(moons):
+    X, y = moons
+    for variance, lengthscale in [(1.0, 0.3), (30.0, 1.0), (1e4, 1.0)]:
+        K = rbf_kernel(X, variance=variance, lengthscale=lengthscale)
+        par = gpc_ep(K, y, tol=1e-10, max_sweeps=300)
+        seq = gpc_ep(K, y, tol=1e-10, schedule="sequential")
+        assert par.converged and seq.converged
+        assert_allclose(par.tau_tilde, seq.tau_tilde, rtol=1e-8, atol=1e-10)
+        assert_allclose(par.nu_tilde, seq.nu_tilde, rtol=1e-8, atol=1e-9)
+        assert_allclose(par.log_marginal_likelihood, seq.log_marginal_likelihood, rtol=0, atol=1e-9)
+
+
+def test_damping_tames_the_oscillating_parallel_update(moons):
+    """At variance 100 and length scale 3 undamped parallel updates oscillate for ever (each sweep
+    changes the sites by as much as their size); the damped schedule converges to the sequential
+    fixed point."""
+    X, y = moons
+    K = rbf_kernel(X, variance=100.0, lengthscale=3.0)
+    tau, nu = np.zeros(len(y)), np.zeros(len(y))
+    changes = []
+    for _ in range(60):
+        marginals, _ = gp_ep._dense_marginals(K, tau, nu)
+        cavity_tau, cavity_nu = gp_ep._cavity(marginals, tau, nu)
+        site = _tilted_sites(cavity_tau, cavity_nu, 2 * y - 1)
+        changes.append(gp_ep._changes(tau, nu, site.tau, site.nu))
+        tau, nu = site.tau, site.nu
+    assert min(changes[-20:]) > 0.5
+    par = gpc_ep(K, y, tol=1e-10, max_sweeps=300)
+    seq = gpc_ep(K, y, tol=1e-10, schedule="sequential")
+    assert par.converged
+    assert_allclose(par.log_marginal_likelihood, seq.log_marginal_likelihood, rtol=0, atol=1e-9)
+
+
+@pytest.mark.parametrize("variance, lengthscale", [(1.0, 1.0), (5.0, 0.6), (30.0, 0.3)])
+def test_low_rank_phase_reaches_the_exact_fixed_point(big_moons, monkeypatch, variance, lengthscale):
+    """n = 600: with the low-rank phase (or without, when K is not close to low rank) the sites and
+    lml are those of exact parallel EP."""
+    X, y = big_moons
+    K = rbf_kernel(X, variance=variance, lengthscale=lengthscale)
+    fast = gpc_ep(K, y, tol=1e-10, max_sweeps=300)
+    monkeypatch.setattr(gp_ep, "_LOWRANK_MIN_N", 10**9)
+    exact = gpc_ep(K, y, tol=1e-10, max_sweeps=300)
+    assert fast.converged and exact.converged
+    assert_allclose(fast.tau_tilde, exact.tau_tilde, rtol=1e-8, atol=1e-9)
+    assert_allclose(fast.nu_tilde, exact.nu_tilde, rtol=1e-8, atol=1e-8)
+    assert_allclose(fast.log_marginal_likelihood, exact.log_marginal_likelihood, rtol=0, atol=1e-8)
+
+
+def test_ep_and_laplace_agree_as_the_posterior_becomes_gaussian(moons):
+    """As the signal variance shrinks the likelihood is ever more nearly quadratic over the prior,
+    and EP and Laplace agree to higher than first order in it (latent means and lml)."""
+    X, y = moons
+    gaps = []
+    for variance in (0.1, 0.01):
+        K = rbf_kernel(X, variance=variance)
+        ep, la = gpc_ep(K, y), gpc_laplace(K, y)
+        gaps.append((np.max(np.abs(ep.mean - la.f_hat)), abs(ep.log_marginal_likelihood - la.log_marginal_likelihood)))
+    (mean_1, lml_1), (mean_2, lml_2) = gaps
+    assert mean_2 < 0.01 * mean_1 and lml_2 < 0.1 * lml_1
+
+
+@pytest.mark.parametrize("label", [0, 1])
+def test_one_class_is_a_proper_posterior(label):
+    X = np.array([[-1.0], [0.0], [0.5], [2.0]])
+    K = rbf_kernel(X, variance=3.0, lengthscale=0.8)
+    y = np.full(4, label)
+    ep = gpc_ep(K, y)
+    tau, nu, mu, var, lml = textbook_ep(K, y)
+    assert ep.converged and np.all(np.sign(ep.mean) == (1 if label else -1))
+    assert_allclose(ep.log_marginal_likelihood, lml, rtol=0, atol=1e-8)
+
+
+def test_max_sweeps_warns_and_stops(moons):
+    X, y = moons
+    with pytest.warns(ConvergenceWarning, match=r"gpc_ep: .* did not converge in max_sweeps=2 sweeps"):
+        ep = gpc_ep(rbf_kernel(X, variance=10.0), y, max_sweeps=2)
+    assert not ep.converged and ep.n_sweeps == 2
+    assert np.all(np.isfinite(ep.mean)) and np.isfinite(ep.log_marginal_likelihood)
+
+
+def test_result_repr_and_frozen(moons):
+    X, y = moons
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        ep = gpc_ep(rbf_kernel(X), y)
+    assert isinstance(ep, GPCEP)
+    text = repr(ep)
+    assert text.startswith("GPCEP(n=80, mean=[") and "converged=True" in text and len(text) < 300
+    with pytest.raises(AttributeError):
+        ep.tau_tilde = None
+
+
+K3 = rbf_kernel(np.array([[0.0], [1.0], [2.0]]))
+Y3 = np.array([0, 1, 1])
+
+
+@pytest.mark.parametrize(
+    "call, exc, match",
+    [
+        (lambda: gpc_ep(np.ones((3, 2)), Y3), ValueError, r"K must be square"),
+        (lambda: gpc_ep(K3, [0, 1]), ValueError, r"K and y have different lengths"),
+        (lambda: gpc_ep(K3, [0, 2, 1]), ValueError, r"y must contain labels in \{0, 1\}"),
+        (lambda: gpc_ep(K3, [-1, 1, 1]), ValueError, r"labels in \{-1, \+1\}"),
+        (lambda: gpc_ep(np.diag([1.0, 0.0, 1.0]), Y3), ValueError,
+         r"gpc_ep needs positive prior variances on the diagonal of K .* got K\[1, 1\] = 0"),
+        (lambda: gpc_ep(K3, Y3, max_sweeps=0), ValueError, r"max_sweeps must be >= 1, got 0"),
+        (lambda: gpc_ep(K3, Y3, max_sweeps=1.5), TypeError, r"max_sweeps must be an integer"),
+        (lambda: gpc_ep(K3, Y3, tol=0.0), ValueError, r"tol must be > 0, got 0"),
+        (lambda: gpc_ep(K3, Y3, schedule="random"), ValueError,
+         r"schedule must be one of \('parallel', 'sequential'\), got 'random'"),
+        (lambda: gpc_ep(K3, Y3, 50), TypeError, r"positional"),
+    ],
+)
+def test_bad_input(call, exc, match):
+    with pytest.raises(exc, match=match):
+        call()
