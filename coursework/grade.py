@@ -745,7 +745,7 @@ def _grade(folder, out_dir, root, chapters, trusted_before, spool, limits, jobs,
         log(f"WARNING: {UNSAFE_WARNING}")
     with sandbox.Sandbox(unsafe=unsafe, slots=jobs, uid_base=uid_base, limits=limits) as box:
         try:
-            box.check(hidden=[root, folder, out_dir])
+            box.check(hidden=[root, folder, out_dir, spool])
         except sandbox.SandboxUnavailable as exc:
             raise GradingError(str(exc)) from None
         if not box.groups:

@@ -350,10 +350,16 @@ def test_merge_restores_checks_and_keeps_nothing_but_sources():
         if book.nbgrader_meta(c).get("grade_id") == "ex-fx-zero-check":
             c.source = "check_values = {'p0': 0.5}  # trust me"
             c.metadata["nbgrader"]["points"] = 100
+            c.metadata["coursework"] = {"rtol": 1e9, "atol": 1e9}  # any answer within tolerance
         if c.cell_type == "code":
             c.outputs = [nbformat.v4.new_output("stream", text="y" * 1000)]
+    bonus = nbformat.v4.new_markdown_cell("My own exercise.")  # points of its own?
+    bonus.metadata["nbgrader"] = {"grade": True, "solution": True, "grade_id": "bonus", "points": 100}
+    sub.cells.append(bonus)
     nb, notes = grade.merge(book.read(FX_A), grade.parse_submission(nbformat.writes(sub).encode()))
     src = book.read(FX_A)
+    assert [e.label for e in book.exercises(nb)] == [e.label for e in book.exercises(src)]
+    assert book.tolerances(nb.cells[4]) == (1e-6, 1e-9)  # the source's (its defaults)
     by_id = {grade._gid(c): c for c in nb.cells if grade._gid(c)}
     assert book.source(by_id["ex-fx-zero-check"]) == book.source(src.cells[4])
     assert by_id["ex-fx-zero-check"].metadata == src.cells[4].metadata
