@@ -10,14 +10,16 @@ BUILD_OPTS ?= -W -n --keep-going
 export PYTHONHASHSEED := 0
 export PATH := $(CURDIR)/$(BIN):$(PATH)
 
-.PHONY: help book test unit notebooks build-strict site-test screenshots student grade bench lab pdf pdf-test clean python-check
+.PHONY: help book test unit notebooks build-strict site-test screenshots student grade grade-bench bench lab pdf pdf-test clean python-check
 
 help:
 	@echo "make book    build the website into _build/html"
 	@echo "make test    unit tests + doctests, every notebook (nbval), strict book build, browser test"
 	@echo "make screenshots  whole-page screenshots of every page at 1280 and 390 px (_build/screenshots/)"
 	@echo "make student the student edition of every chapter, in _build/student/"
-	@echo "make grade SUBMISSIONS=<folder>   autograde <folder>/<student>/<chapter>.ipynb"
+	@echo "make grade SUBMISSIONS=<folder>   autograde <folder>/<student>/<chapter>.ipynb (sandboxed;"
+	@echo "             GRADE_OPTS=\"--jobs 4 ...\" passes options, see python -m coursework.grade --help)"
+	@echo "make grade-bench  how long grading a class takes on this machine"
 	@echo "make bench   benchmarks against statsmodels and scikit-learn"
 	@echo "make lab     JupyterLab on the student edition (_build/student); make lab BOOK=1: the book's notebooks"
 	@echo "make pdf     the whole book as one PDF: _build/latex/book.pdf (also put beside the website)"
@@ -56,9 +58,10 @@ notebooks: $(STAMP)
 build-strict: $(STAMP)
 	$(BIN)/jupyter-book build . --builder html $(BUILD_OPTS)
 
-# the built site in headless Chromium + checks of the HTML (after build-strict; tests/site)
+# the built site in headless Chromium, the HTML, the student edition in JupyterLab (after
+# build-strict; tests/site; the PDF's test runs in make pdf-test)
 site-test: $(STAMP)
-	BOOK_SITE_REQUIRED=1 $(BIN)/python -m pytest -o addopts="-p no:cacheprovider" tests/site
+	BOOK_SITE_REQUIRED=1 $(BIN)/python -m pytest -o addopts="-p no:cacheprovider" tests/site --ignore=tests/site/test_pdf.py
 
 # whole-page screenshots of every page at 1280 and 390 px in _build/screenshots/ (after make book)
 screenshots: $(STAMP)
@@ -69,9 +72,14 @@ screenshots: $(STAMP)
 student: $(STAMP)
 	$(BIN)/python -m coursework.student _build/student
 
+# each notebook runs in a bubblewrap sandbox (apt-get install bubblewrap); GRADE_OPTS adds options
 grade: $(STAMP)
 	@test -n "$(SUBMISSIONS)" || { echo "usage: make grade SUBMISSIONS=<folder> (<folder>/<student>/<chapter>.ipynb)"; exit 2; }
-	$(BIN)/python -m coursework.grade "$(SUBMISSIONS)" --out _build/grades
+	$(BIN)/python -m coursework.grade "$(SUBMISSIONS)" --out _build/grades $(GRADE_OPTS)
+
+# grades COPIES students x every chapter with the instructor's answers; prints the time per notebook
+grade-bench: $(STAMP)
+	$(BIN)/python -m coursework.bench --copies $(or $(COPIES),2) $(GRADE_OPTS)
 
 bench: $(STAMP)
 	$(BIN)/python bench/run.py

@@ -1,13 +1,13 @@
 r"""Ridge regression in its primal and dual (kernel) forms.
 
 Book: chapter 7.  Ridge regression minimises
-:math:`\|\mathbf y - X\mathbf w\|^2 + \lambda \|\mathbf w\|^2`; its solution can be
+:math:`\|\mathbf y - X\mathbf w\|^2 + \delta \|\mathbf w\|^2`; its solution can be
 written in the primal form (equation ``eq-ridge-primal``), a :math:`d \times d`
 solve, or in the dual form (equation ``eq-ridge-dual``), an :math:`n \times n` solve
 that touches the inputs only through the inner products :math:`K = X X^\top`.
 Replacing :math:`K` by any kernel matrix gives kernel ridge regression.
 
-Both systems are symmetric positive definite for :math:`\lambda > 0` and are solved
+Both systems are symmetric positive definite for :math:`\delta > 0` and are solved
 by a Cholesky factorisation (``cho_factor`` / ``cho_solve``), never an inverse.
 The targets ``y`` are real numbers here (regression), not labels.
 """
@@ -44,7 +44,7 @@ def _solve_spd(A, b, penalty, what):
 def ridge_primal(X, y, penalty):
     r"""Ridge regression weights in the primal form.
 
-    .. math:: \mathbf w = (X^\top X + \lambda I)^{-1} X^\top \mathbf y
+    .. math:: \mathbf w = (X^\top X + \delta I)^{-1} X^\top \mathbf y
 
     Predictions at new inputs are ``X_new @ w``.  No intercept is added; use
     :func:`~blrlib.add_intercept` if you want one (it is then penalised too).
@@ -57,7 +57,7 @@ def ridge_primal(X, y, penalty):
     y : array_like of shape (n,)
         Real-valued targets.
     penalty : float
-        :math:`\lambda \ge 0`.  ``penalty=0`` is least squares and needs
+        :math:`\delta \ge 0`.  ``penalty=0`` is least squares and needs
         :math:`X^\top X` to be non-singular.
 
     Returns
@@ -83,7 +83,7 @@ def ridge_primal(X, y, penalty):
 def kernel_ridge(K, y, penalty):
     r"""Kernel ridge regression coefficients (the dual form of ridge regression).
 
-    .. math:: \boldsymbol\alpha = (K + \lambda I)^{-1} \mathbf y
+    .. math:: \boldsymbol\alpha = (K + \delta I)^{-1} \mathbf y
 
     Predictions at new inputs are ``K_new @ alpha`` with
     ``K_new[i, j] = k(x_new_i, x_j)`` of shape (m, n).  With the linear kernel
@@ -100,7 +100,7 @@ def kernel_ridge(K, y, penalty):
     y : array_like of shape (n,)
         Real-valued targets.
     penalty : float
-        :math:`\lambda \ge 0`.  ``penalty=0`` is kernel interpolation and needs
+        :math:`\delta \ge 0`.  ``penalty=0`` is kernel interpolation and needs
         :math:`K` to be non-singular.
 
     Returns

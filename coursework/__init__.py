@@ -1,15 +1,20 @@
 """Coursework tooling of the course book: student edition, structure checks, autograding.
 
-The chapters follow nbgrader's conventions (see DESIGN.md, "Book conventions"): each coding
-exercise is a markdown cell with an ``{exercise}`` directive and a ``:label:``, one answer cell
-(nbgrader ``solution: true``, grade id ``<label>-answer``) and right after it one check cell
-(nbgrader ``grade: true``, ``points > 0``, grade id ``<label>-check``).
+The chapters follow nbgrader's conventions (DESIGN.md "Book conventions", CONVENTIONS section
+4): each coding exercise is a markdown cell with an ``{exercise}`` directive and a ``:label:``,
+one answer cell (nbgrader ``solution: true``, grade id ``<label>-answer``) that states outside
+its solution markers what to write, and right after it one check cell (nbgrader ``grade: true``,
+``points > 0``, grade id ``<label>-check``) that assigns ``check_values``; a pen-and-paper
+exercise has one markdown answer cell right after its ``{exercise}`` cell, graded by hand.
 
-Modules: :mod:`coursework.book` (reading the toc and the exercises), :mod:`coursework.student`
-(``make student``), :mod:`coursework.runner` (executing one notebook cell by cell in a fresh
-kernel, in its own process) and :mod:`coursework.grade` (``make grade``).  Installed with
-blrlib (``pip install -e .``), so ``python -m coursework.student`` and ``python -m
-coursework.grade`` work from anywhere, and the book's Sphinx extension imports it.
+Modules: :mod:`coursework.book` (the toc, the exercises, the structure checks),
+:mod:`coursework.student` (``make student``), :mod:`coursework.values` (``check_values``:
+encoding in the kernel, defensive decoding and comparison in the grader),
+:mod:`coursework.runner` (runs one notebook cell by cell in a fresh kernel, inside the
+sandbox), :mod:`coursework.sandbox` (the bubblewrap sandbox and the signed results pipe),
+:mod:`coursework.grade` (``make grade``) and :mod:`coursework.bench` (``make grade-bench``).
+Installed with blrlib (``pip install -e .``), so ``python -m coursework.grade`` works from
+anywhere, and the book's Sphinx extension imports it.
 """
 
 import sys

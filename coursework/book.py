@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import ast
 import dataclasses
 import math
 import pathlib
 import re
+import textwrap
 
 import nbformat
 import yaml
@@ -41,17 +43,27 @@ def toc_notebooks(root=ROOT, toc="_toc.yml"):
 
 
 def nbgrader_meta(cell):
-    return cell.get("metadata", {}).get("nbgrader", {}) or {}
+    meta = cell.get("metadata", {}).get("nbgrader", {})
+    return meta if isinstance(meta, dict) else {}
 
 
 def is_answer(cell):
+    """A coding answer cell: a code cell that nbgrader treats as a solution."""
     m = nbgrader_meta(cell)
     return cell.get("cell_type") == "code" and bool(m.get("solution"))
 
 
 def is_check(cell):
+    """A check cell: a code cell with points (nbgrader ``grade``) that is not a solution."""
     m = nbgrader_meta(cell)
     return cell.get("cell_type") == "code" and bool(m.get("grade")) and not m.get("solution")
+
+
+def is_manual_answer(cell):
+    """The answer cell of a pen-and-paper exercise: a markdown cell that nbgrader grades by hand
+    (``solution`` and ``grade`` both true)."""
+    m = nbgrader_meta(cell)
+    return cell.get("cell_type") == "markdown" and bool(m.get("solution")) and bool(m.get("grade"))
 
 
 def source(cell):
@@ -59,21 +71,40 @@ def source(cell):
     return "".join(src) if isinstance(src, list) else src
 
 
+DEFAULT_RTOL, DEFAULT_ATOL = 1e-6, 1e-9
+
+
+def tolerances(cell):
+    """``(rtol, atol)`` of a check cell: its metadata ``"coursework": {"rtol": .., "atol": ..}``,
+    else the defaults (1e-6, 1e-9).  :func:`structure_problems` reports invalid values."""
+    meta = cell.get("metadata", {}).get("coursework", {})
+    meta = meta if isinstance(meta, dict) else {}
+    rtol, atol = meta.get("rtol", DEFAULT_RTOL), meta.get("atol", DEFAULT_ATOL)
+    return float(rtol), float(atol)
+
+
 @dataclasses.dataclass
 class Exercise:
-    """One ``{exercise}`` of a chapter and, for a coding exercise, its answer and check cells."""
+    """One ``{exercise}`` of a chapter with the cells that belong to it: for a coding exercise
+    its answer and check cells, for a pen-and-paper exercise its markdown answer cell."""
 
     label: str
     title: str
-    cell: int                      # index of the markdown cell holding the directive
-    answers: list = dataclasses.field(default_factory=list)   # indices of answer cells
-    checks: list = dataclasses.field(default_factory=list)    # indices of check cells
+    cell: int  # index of the markdown cell holding the directive
+    answers: list = dataclasses.field(default_factory=list)  # indices of code answer cells
+    checks: list = dataclasses.field(default_factory=list)  # indices of check cells
+    manual: list = dataclasses.field(default_factory=list)  # indices of markdown answer cells
     points: float = 0.0
     has_solution: bool = False
 
     @property
     def coding(self):
         return bool(self.answers or self.checks)
+
+    @property
+    def by_hand(self):
+        """A pen-and-paper exercise, graded by hand from its markdown answer cell."""
+        return bool(self.manual) and not self.coding
 
     @property
     def answer_id(self):
@@ -93,10 +124,15 @@ def exercises(nb):
     found, current = [], None
     for i, cell in enumerate(nb.cells):
         text = source(cell)
-        if cell.cell_type == "markdown":
+        if current is not None and is_manual_answer(cell):
+            current.manual.append(i)
+            current.points += _points(cell)
+        elif cell.cell_type == "markdown":
             for m in EXERCISE_RE.finditer(text):
                 lab = LABEL_RE.search(text, m.end())
-                current = Exercise(label=lab.group("label") if lab else "", title=m.group("title").strip(), cell=i)
+                current = Exercise(
+                    label=lab.group("label") if lab else "", title=m.group("title").strip(), cell=i
+                )
                 found.append(current)
             for m in SOLUTION_RE.finditer(text):
                 for ex in found:
@@ -106,12 +142,113 @@ def exercises(nb):
             current.answers.append(i)
         elif current is not None and is_check(cell):
             current.checks.append(i)
-            current.points += float(nbgrader_meta(cell).get("points") or 0)
+            current.points += _points(cell)
     return found
 
 
+def _points(cell):
+    pts = nbgrader_meta(cell).get("points")
+    return float(pts) if isinstance(pts, (int, float)) and not isinstance(pts, bool) else 0.0
+
+
+# --------------------------------------------------------------------------- what a stub must say
+
+COMMENT_RE = re.compile(r"^\s*#(?!##\s*(BEGIN|END) SOLUTION)\s*(?P<text>.*\S)")
+DEF_RE = re.compile(r"^\s*def\s+(?P<name>[A-Za-z_]\w*)\s*\(")
+ASSIGN_RE = re.compile(r"^\s*(?P<name>[A-Za-z_]\w*)\s*(?:\[[^]]*\]\s*)?(?:[-+*/@]?=)(?!=)")
+
+
+def _assigned_names(code):
+    """Names that ``code`` binds at its top level (assignments, ``def``, ``class``, ``import``)."""
+    try:
+        tree = ast.parse(textwrap.dedent(code))
+    except SyntaxError:
+        return {m.group("name") for m in map(ASSIGN_RE.match, code.splitlines()) if m}
+    names = set()
+    for node in tree.body:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            names.add(node.name)
+        elif isinstance(node, (ast.Import, ast.ImportFrom)):
+            names.update((a.asname or a.name).split(".")[0] for a in node.names)
+        else:
+            targets = getattr(node, "targets", None) or [getattr(node, "target", None)]
+            for t in targets:
+                for n in ast.walk(t) if t is not None else ():
+                    if isinstance(n, ast.Name):
+                        names.add(n.id)
+    return names
+
+
+def stub_statement_problem(src):
+    """``None`` when the answer cell ``src`` states what to write outside its solution markers
+    (so the student stub still says it), else a sentence saying what is missing.
+
+    Accepted: a ``def`` line with its signature outside the markers (the markers inside the
+    function), or a comment line outside the markers that names a value the solution assigns,
+    e.g. ``# Compute log_ev_manual: the Laplace log evidence (a float).``
+    """
+    lines = src.split("\n")
+    try:
+        b = next(i for i, line in enumerate(lines) if line.strip() == BEGIN)
+        e = next(i for i, line in enumerate(lines) if line.strip() == END)
+    except StopIteration:
+        return None  # reported as a missing BEGIN/END region
+    outside = lines[:b] + lines[e + 1 :]
+    region = "\n".join(lines[b + 1 : e])
+    if any(DEF_RE.match(line) for line in outside):
+        return None
+    names = _assigned_names(region)
+    comments = [m.group("text") for m in map(COMMENT_RE.match, outside) if m]
+    for text in comments:
+        if any(re.search(rf"(?<![\w.]){re.escape(n)}\b", text) for n in names):
+            return None
+    if not comments:
+        return (
+            "states nothing outside the solution markers, so the student stub would be bare: "
+            "put the def line (with its signature) or a comment naming the value to compute "
+            f"(e.g. '# Compute x: ...') above '{BEGIN}'"
+        )
+    return (
+        f"has a comment outside the solution markers that names none of the values the "
+        f"solution assigns ({', '.join(sorted(names)) or 'none'})"
+    )
+
+
+def assigns_check_values(src):
+    """Whether a check cell assigns ``check_values`` at its top level."""
+    try:
+        tree = ast.parse(src)
+    except SyntaxError:
+        return bool(re.search(r"^check_values\s*=", src, re.M))
+    for node in tree.body:
+        targets = getattr(node, "targets", None) or [getattr(node, "target", None)]
+        if isinstance(node, (ast.Assign, ast.AnnAssign)) and any(
+            isinstance(t, ast.Name) and t.id == "check_values" for t in targets
+        ):
+            return True
+    return False
+
+
+def _tolerance_problem(cell):
+    meta = cell.get("metadata", {}).get("coursework")
+    if meta is None:
+        return None
+    if not isinstance(meta, dict) or set(meta) - {"rtol", "atol"}:
+        return f"metadata 'coursework' must be a dict with keys rtol and/or atol, got {meta!r}"
+    for key, value in meta.items():
+        if (
+            not isinstance(value, (int, float))
+            or isinstance(value, bool)
+            or not math.isfinite(value)
+            or value < 0
+        ):
+            return f"metadata coursework.{key} must be a finite number >= 0, got {value!r}"
+    return None
+
+
 def structure_problems(nb, name="notebook"):
-    """Everything that breaks the coursework conventions of DESIGN.md, as readable strings."""
+    """Everything that breaks the coursework conventions (DESIGN.md "Book conventions",
+    CONVENTIONS section 4), as readable strings."""
     problems = []
     exs = exercises(nb)
     labels = [e.label for e in exs]
@@ -124,43 +261,111 @@ def structure_problems(nb, name="notebook"):
             problems.append(f"{where}: label used more than once")
         if not e.has_solution:
             problems.append(f"{where}: no {{solution}} directive for it")
-        if not e.coding:
+        if e.coding and e.manual:
+            problems.append(f"{where}: has both code answer/check cells and a markdown answer cell")
             continue
-        if len(e.answers) != 1 or len(e.checks) != 1:
-            problems.append(f"{where}: {len(e.answers)} answer cells and {len(e.checks)} check cells (need exactly 1 and 1)")
-            continue
-        a, c = e.answers[0], e.checks[0]
-        am, cm = nbgrader_meta(nb.cells[a]), nbgrader_meta(nb.cells[c])
-        if c != a + 1:
-            problems.append(f"{where}: the check cell (cell {c}) does not immediately follow the answer cell (cell {a})")
-        want_a = {"solution": True, "grade": False, "grade_id": e.answer_id, "locked": False, "schema_version": 3}
-        for k, v in want_a.items():
-            if am.get(k) != v:
-                problems.append(f"{where}: answer cell {a} has nbgrader {k}={am.get(k)!r}, expected {v!r}")
-        want_c = {"solution": False, "grade": True, "grade_id": e.check_id, "locked": True, "schema_version": 3}
-        for k, v in want_c.items():
-            if cm.get(k) != v:
-                problems.append(f"{where}: check cell {c} has nbgrader {k}={cm.get(k)!r}, expected {v!r}")
-        pts = cm.get("points")
-        if not isinstance(pts, (int, float)) or isinstance(pts, bool) or not pts > 0:
-            problems.append(f"{where}: check cell {c} has points={pts!r}, expected a number > 0")
-        src = source(nb.cells[a])
-        if src.count(BEGIN) != 1 or src.count(END) != 1 or src.index(BEGIN) > src.index(END):
-            problems.append(f"{where}: answer cell {a} needs one '{BEGIN}' ... '{END}' region")
-        if "hide-input" not in nb.cells[a].metadata.get("tags", []):
-            problems.append(f"{where}: answer cell {a} is not tagged hide-input")
+        if e.coding:
+            problems += _coding_problems(nb, e, where)
+        elif e.manual:
+            problems += _manual_problems(nb, e, where)
+        else:
+            problems.append(
+                f"{where}: no answer cell (a coding exercise needs an answer and a check "
+                "cell, a pen-and-paper exercise a markdown answer cell right after it)"
+            )
     # grade cells that belong to no exercise, or sit after the wrong one
-    owned = {i for e in exs for i in e.answers + e.checks}
+    owned = {i for e in exs for i in e.answers + e.checks + e.manual}
     for i, cell in enumerate(nb.cells):
         text = source(cell)
-        if (is_answer(cell) or is_check(cell)) and i not in owned:
+        if (
+            nbgrader_meta(cell)
+            and i not in owned
+            and (nbgrader_meta(cell).get("solution") or nbgrader_meta(cell).get("grade"))
+        ):
             problems.append(f"{name}: cell {i} has nbgrader metadata but follows no {{exercise}}")
         if cell.cell_type == "code" and (BEGIN in text) and not is_answer(cell):
             problems.append(f"{name}: cell {i} holds '{BEGIN}' but is not an nbgrader solution cell")
         if cell.cell_type == "markdown" and GATED_RE.search(text):
-            problems.append(f"{name}: cell {i} uses gated exercise/solution directives, which the student edition does not support")
-        if nbgrader_meta(cell) and cell.cell_type == "markdown":
-            problems.append(f"{name}: markdown cell {i} has nbgrader metadata (only code cells are graded)")
+            problems.append(
+                f"{name}: cell {i} uses gated exercise/solution directives, which the student "
+                "edition does not support"
+            )
+        if cell.cell_type == "markdown" and nbgrader_meta(cell) and not is_manual_answer(cell):
+            problems.append(
+                f"{name}: markdown cell {i} has nbgrader metadata but is not a "
+                "pen-and-paper answer cell (solution and grade both true)"
+            )
+    return problems
+
+
+def _coding_problems(nb, e, where):
+    problems = []
+    if len(e.answers) != 1 or len(e.checks) != 1:
+        return [
+            f"{where}: {len(e.answers)} answer cells and {len(e.checks)} check cells (need exactly 1 and 1)"
+        ]
+    a, c = e.answers[0], e.checks[0]
+    am, cm = nbgrader_meta(nb.cells[a]), nbgrader_meta(nb.cells[c])
+    if c != a + 1:
+        problems.append(
+            f"{where}: the check cell (cell {c}) does not immediately follow the answer cell (cell {a})"
+        )
+    want_a = {"solution": True, "grade": False, "grade_id": e.answer_id, "locked": False, "schema_version": 3}
+    for k, v in want_a.items():
+        if am.get(k) != v:
+            problems.append(f"{where}: answer cell {a} has nbgrader {k}={am.get(k)!r}, expected {v!r}")
+    want_c = {"solution": False, "grade": True, "grade_id": e.check_id, "locked": True, "schema_version": 3}
+    for k, v in want_c.items():
+        if cm.get(k) != v:
+            problems.append(f"{where}: check cell {c} has nbgrader {k}={cm.get(k)!r}, expected {v!r}")
+    pts = cm.get("points")
+    if not isinstance(pts, (int, float)) or isinstance(pts, bool) or not pts > 0:
+        problems.append(f"{where}: check cell {c} has points={pts!r}, expected a number > 0")
+    src = source(nb.cells[a])
+    if src.count(BEGIN) != 1 or src.count(END) != 1 or src.index(BEGIN) > src.index(END):
+        problems.append(f"{where}: answer cell {a} needs one '{BEGIN}' ... '{END}' region")
+    else:
+        stub = stub_statement_problem(src)
+        if stub:
+            problems.append(f"{where}: answer cell {a} {stub}")
+    if "hide-input" not in nb.cells[a].metadata.get("tags", []):
+        problems.append(f"{where}: answer cell {a} is not tagged hide-input")
+    if not assigns_check_values(source(nb.cells[c])):
+        problems.append(
+            f"{where}: check cell {c} does not assign check_values (a dict of the numbers "
+            "the grader compares with the instructor's, CONVENTIONS section 4)"
+        )
+    tol = _tolerance_problem(nb.cells[c])
+    if tol:
+        problems.append(f"{where}: check cell {c} {tol}")
+    return problems
+
+
+def _manual_problems(nb, e, where):
+    if len(e.manual) != 1:
+        return [f"{where}: {len(e.manual)} markdown answer cells (need exactly 1)"]
+    i = e.manual[0]
+    problems = []
+    if i != e.cell + 1:
+        problems.append(
+            f"{where}: the markdown answer cell (cell {i}) does not immediately follow "
+            f"the exercise cell (cell {e.cell})"
+        )
+    m = nbgrader_meta(nb.cells[i])
+    want = {"solution": True, "grade": True, "grade_id": e.answer_id, "locked": False, "schema_version": 3}
+    for k, v in want.items():
+        if m.get(k) != v:
+            problems.append(f"{where}: answer cell {i} has nbgrader {k}={m.get(k)!r}, expected {v!r}")
+    pts = m.get("points")
+    if not isinstance(pts, (int, float)) or isinstance(pts, bool) or not pts > 0:
+        problems.append(f"{where}: answer cell {i} has points={pts!r}, expected a number > 0")
+    if "remove-cell" not in nb.cells[i].metadata.get("tags", []):
+        problems.append(
+            f"{where}: answer cell {i} is not tagged remove-cell (its marking guide "
+            "must not show on the website)"
+        )
+    if not source(nb.cells[i]).strip():
+        problems.append(f"{where}: answer cell {i} is empty (write the marking guide in it)")
     return problems
 
 
@@ -171,7 +376,10 @@ def grade_ids(nb):
 # --------------------------------------------------------------------------- chapter summary
 
 GOALS_HEAD_RE = re.compile(r"^(#+\s*|\*\*)?learning goals\b", re.I | re.M)
-TIME_RE = re.compile(r"estimated (?:study |reading )?time\W+(?:about |approximately |~)?(\d+(?:\.\d+)?)\s*(min|minutes|h|hours)\b", re.I)
+TIME_RE = re.compile(
+    r"estimated (?:study |reading )?time\W+(?:about |approximately |~)?(\d+(?:\.\d+)?)\s*(min|minutes|h|hours)\b",
+    re.I,
+)
 ITEM_RE = re.compile(r"^\s*(?:[-*+]|\d+[.)])\s+(.*)$")
 
 
@@ -212,7 +420,9 @@ def estimate_minutes(nb, exs=None):
     """Estimated study time when a chapter states none: 100 words of prose a minute, one minute
     per code cell, 15 minutes per coding and 10 per pen-and-paper exercise, rounded up to 5."""
     exs = exercises(nb) if exs is None else exs
-    words = sum(len(source(c).split()) for c in nb.cells if c.cell_type == "markdown")
+    words = sum(
+        len(source(c).split()) for c in nb.cells if c.cell_type == "markdown" and not is_manual_answer(c)
+    )  # not the marking guides
     code = sum(1 for c in nb.cells if c.cell_type == "code")
     minutes = words / 100 + code + sum(15 if e.coding else 10 for e in exs)
     return 5 * math.ceil(minutes / 5)

@@ -5,9 +5,11 @@ nbconvert's :class:`~nbconvert.exporters.NotebookExporter` runs, in order:
 1. :class:`RemoveSolutionDirectives` (here): deletes every ``{solution}`` directive block from
    the markdown cells, keeping any other text of the cell (a cell left empty is dropped);
 2. nbgrader's ``ClearSolutions``: the code between ``### BEGIN SOLUTION`` and
-   ``### END SOLUTION`` becomes ``# YOUR CODE HERE`` / ``raise NotImplementedError()``;
+   ``### END SOLUTION`` becomes ``# YOUR CODE HERE`` / ``raise NotImplementedError()`` (what the
+   answer cell says outside the markers, the ``def`` line or the comment naming the value,
+   stays), and the markdown answer cell of a pen-and-paper exercise becomes "YOUR ANSWER HERE";
 3. nbgrader's ``LockCells``: check cells cannot be edited or deleted in Jupyter, answer cells
-   cannot be deleted;
+   (code and markdown) cannot be deleted;
 4. nbgrader's ``ClearOutput``: no outputs, no execution counts.
 """
 
@@ -42,7 +44,7 @@ def remove_solution_directives(text):
         j = i + 1
         while j < len(lines) and not close.match(lines[j]):
             j += 1
-        i = j + 1                      # skip the block and its closing fence
+        i = j + 1  # skip the block and its closing fence
     cleaned = "\n".join(out)
     return re.sub(r"\n{3,}", "\n\n", cleaned).strip("\n")
 
@@ -64,7 +66,12 @@ class RemoveSolutionDirectives(Preprocessor):
 
 def exporter():
     exp = NotebookExporter()
-    for pre in (RemoveSolutionDirectives(), ClearSolutions(enforce_metadata=True), LockCells(), ClearOutput()):
+    for pre in (
+        RemoveSolutionDirectives(),
+        ClearSolutions(enforce_metadata=True),
+        LockCells(),
+        ClearOutput(),
+    ):
         exp.register_preprocessor(pre, enabled=True)
     return exp
 

@@ -1,14 +1,14 @@
-"""Coursework: exercise structure of every chapter, the student edition, autograding.
+"""Coursework: exercise structure of every chapter, the student edition, running it.
 
 Unit tests of the tools run on the fixture book in tests/fixtures/ (two small chapters in the
-exact exercise format of DESIGN.md); the book tests run on every chapter listed in _toc.yml.
-Executing notebooks is slow, so each notebook is executed once per session (in parallel
-processes) and the per-cell results are shared by the tests.
+exact exercise format of DESIGN.md and CONVENTIONS section 4); the book tests run on every
+chapter listed in _toc.yml.  Executing notebooks is slow, so each student edition is executed
+once per session (in parallel sandboxes) and the per-cell results are shared by the tests.
+Grading itself (the sandbox, the planted hostile class) is tests/test_grading.py.
 """
 
 import concurrent.futures
 import copy
-import csv
 import os
 import pathlib
 import shutil
@@ -18,8 +18,9 @@ import sys
 import nbformat
 import pytest
 
+from coursework import book, grade, sandbox, student
+
 ROOT = pathlib.Path(__file__).resolve().parents[1]
-from coursework import book, grade, runner, student
 
 FIXTURES = ROOT / "tests" / "fixtures"
 FX_A = FIXTURES / "book" / "fx_a_sigmoid.ipynb"
@@ -35,12 +36,17 @@ def _jobs():
 
 # ----------------------------------------------------------------------------- structure
 
+
 def test_fixture_book_follows_the_conventions():
     for path in book.toc_notebooks(FIXTURES):
         assert book.structure_problems(book.read(path), path.name) == []
     exs = book.exercises(book.read(FX_A))
-    assert [(e.label, e.coding, e.points) for e in exs] == [
-        ("ex-fx-zero", True, 1.0), ("ex-fx-loglik", True, 3.0), ("ex-fx-paper", False, 0.0)]
+    assert [(e.label, e.coding, e.by_hand, e.points) for e in exs] == [
+        ("ex-fx-zero", True, False, 1.0),
+        ("ex-fx-loglik", True, False, 3.0),
+        ("ex-fx-paper", False, True, 2.0),
+    ]
+    assert exs[2].manual == [11]
 
 
 def _mutate(fn):
@@ -49,19 +55,71 @@ def _mutate(fn):
     return book.structure_problems(nb, "fx")
 
 
-@pytest.mark.parametrize("mutation, expected", [
-    (lambda nb: nb.cells.pop(4), "0 check cells"),
-    (lambda nb: nb.cells.insert(4, nbformat.v4.new_code_cell("x = 1")), "does not immediately follow"),
-    (lambda nb: nb.cells[4].metadata.nbgrader.update(points=0), "points=0"),
-    (lambda nb: nb.cells[4].metadata.nbgrader.update(grade_id="ex-fx-other-check"), "grade_id='ex-fx-other-check'"),
-    (lambda nb: nb.cells[3].metadata.nbgrader.update(grade_id="zero"), "grade_id='zero'"),
-    (lambda nb: nb.cells.insert(4, copy.deepcopy(nb.cells[3])), "2 answer cells"),
-    (lambda nb: nb.cells[3].update(source="p0 = 0.5"), "BEGIN SOLUTION"),
-    (lambda nb: nb.cells[3].metadata.update(tags=[]), "not tagged hide-input"),
-    (lambda nb: nb.cells[1].update(source="### BEGIN SOLUTION\nx = 1\n### END SOLUTION"), "not an nbgrader solution cell"),
-    (lambda nb: nb.cells.pop(5), "no {solution} directive"),
-    (lambda nb: nb.cells[2].update(source="```{exercise} No label\nText\n```"), "has no :label:"),
-])
+@pytest.mark.parametrize(
+    "mutation, expected",
+    [
+        (lambda nb: nb.cells.pop(4), "0 check cells"),
+        (lambda nb: nb.cells.insert(4, nbformat.v4.new_code_cell("x = 1")), "does not immediately follow"),
+        (lambda nb: nb.cells[4].metadata.nbgrader.update(points=0), "points=0"),
+        (
+            lambda nb: nb.cells[4].metadata.nbgrader.update(grade_id="ex-fx-other-check"),
+            "grade_id='ex-fx-other-check'",
+        ),
+        (lambda nb: nb.cells[3].metadata.nbgrader.update(grade_id="zero"), "grade_id='zero'"),
+        (lambda nb: nb.cells.insert(4, copy.deepcopy(nb.cells[3])), "2 answer cells"),
+        (lambda nb: nb.cells[3].update(source="p0 = 0.5"), "BEGIN SOLUTION"),
+        (lambda nb: nb.cells[3].metadata.update(tags=[]), "not tagged hide-input"),
+        (
+            lambda nb: nb.cells[1].update(source="### BEGIN SOLUTION\nx = 1\n### END SOLUTION"),
+            "not an nbgrader solution cell",
+        ),
+        (lambda nb: nb.cells.pop(5), "no {solution} directive"),
+        (lambda nb: nb.cells[2].update(source="```{exercise} No label\nText\n```"), "has no :label:"),
+        # what the stub states, check_values, tolerances (CONVENTIONS section 4)
+        (
+            lambda nb: nb.cells[3].update(source="### BEGIN SOLUTION\np0 = 0.5\n### END SOLUTION"),
+            "states nothing outside the solution markers",
+        ),
+        (
+            lambda nb: nb.cells[3].update(
+                source="# Answer here.\n### BEGIN SOLUTION\np0 = 0.5\n### END SOLUTION"
+            ),
+            "names none of the values the solution assigns (p0)",
+        ),
+        (
+            lambda nb: nb.cells[7].update(
+                source="### BEGIN SOLUTION\ndef my_log_likelihood(w, X, y):\n    return 0.0\n### END SOLUTION"
+            ),
+            "states nothing outside",
+        ),
+        (
+            lambda nb: nb.cells[4].update(source="assert abs(p0 - 0.5) < 1e-12"),
+            "does not assign check_values",
+        ),
+        (
+            lambda nb: nb.cells[8].metadata.update(coursework={"rtol": -1.0}),
+            "coursework.rtol must be a finite number >= 0",
+        ),
+        (lambda nb: nb.cells[8].metadata.update(coursework={"tol": 1e-3}), "keys rtol and/or atol"),
+        # the pen-and-paper answer cell
+        (lambda nb: nb.cells.pop(11), "no answer cell"),
+        (lambda nb: nb.cells.insert(12, nb.cells.pop(11)), "does not immediately follow the exercise cell"),
+        (lambda nb: nb.cells.insert(11, copy.deepcopy(nb.cells[11])), "2 markdown answer cells"),
+        (lambda nb: nb.cells[11].metadata.nbgrader.update(points=0), "answer cell 11 has points=0"),
+        (
+            lambda nb: nb.cells[11].metadata.nbgrader.update(locked=True),
+            "answer cell 11 has nbgrader locked=True",
+        ),
+        (lambda nb: nb.cells[11].metadata.nbgrader.update(grade_id="paper"), "grade_id='paper'"),
+        (lambda nb: nb.cells[11].metadata.update(tags=[]), "not tagged remove-cell"),
+        (lambda nb: nb.cells[11].update(source=" "), "is empty"),
+        (lambda nb: nb.cells[11].metadata.nbgrader.update(grade=False), "is not a pen-and-paper answer cell"),
+        (
+            lambda nb: nb.cells[12].metadata.update(nbgrader=dict(nb.cells[11].metadata.nbgrader)),
+            "2 markdown answer cells",
+        ),
+    ],
+)
 def test_structure_problems_are_found(mutation, expected):
     problems = _mutate(mutation)
     assert any(expected in p for p in problems), problems
@@ -69,12 +127,14 @@ def test_structure_problems_are_found(mutation, expected):
 
 def test_grade_ids_unique_in_the_fixture_book():
     ids = [g for p in book.toc_notebooks(FIXTURES) for g in book.grade_ids(book.read(p))]
-    assert len(ids) == len(set(ids)) == 6
+    assert len(ids) == len(set(ids)) == 7
 
 
-def test_book_has_chapters():
-    if not CHAPTERS:
-        pytest.skip("NO CHAPTER NOTEBOOK IN _toc.yml EXISTS YET: the chapter tests did not run")
+def test_book_has_chapters_with_exercises():
+    """The chapter tests below are parametrized over the toc: without chapters they would not
+    run at all, so an empty or broken toc must fail here."""
+    assert len(CHAPTERS) >= 9, f"_toc.yml lists {len(CHAPTERS)} existing chapter notebooks"
+    assert all(any(e.coding for e in book.exercises(book.read(p))) for p in CHAPTERS)
 
 
 @pytest.mark.parametrize("path", CHAPTERS, ids=CHAPTER_IDS)
@@ -95,7 +155,10 @@ def test_grade_ids_unique_across_the_book():
 def test_chapter_summary_reads_goals_and_time():
     s = book.chapter_summary(book.read(FX_A))
     assert s["title"] == "Fixture chapter A: the sigmoid"
-    assert s["goals"] == ["compute the sigmoid with `blrlib`", r"write the log-likelihood $\ell(\mathbf w)$ yourself"]
+    assert s["goals"] == [
+        "compute the sigmoid with `blrlib`",
+        r"write the log-likelihood $\ell(\mathbf w)$ yourself",
+    ]
     assert (s["minutes"], s["stated"]) == (30, True)
     s = book.chapter_summary(book.read(FX_B))
     assert s["stated"] is False and s["minutes"] % 5 == 0 and s["minutes"] >= 15
@@ -110,14 +173,20 @@ def test_chapter_has_title_and_learning_goals(path):
 
 # ----------------------------------------------------------------------------- student edition
 
-@pytest.mark.parametrize("text, expected", [
-    ("````{solution} ex-a\n:class: dropdown\n\nWork.\n\n```python\nx = 1\n```\n````", ""),
-    ("```{solution} ex-a\n:class: dropdown\n\nWork.\n```", ""),
-    (":::{solution} ex-a\nWork.\n:::", ""),
-    ("Before.\n\n````{solution} ex-a\nWork.\n````\n\nAfter.", "Before.\n\nAfter."),
-    ("````{exercise} T\n:label: ex-a\n\nDo it.\n````\n\n````{solution} ex-a\nWork.\n````",
-     "````{exercise} T\n:label: ex-a\n\nDo it.\n````"),
-])
+
+@pytest.mark.parametrize(
+    "text, expected",
+    [
+        ("````{solution} ex-a\n:class: dropdown\n\nWork.\n\n```python\nx = 1\n```\n````", ""),
+        ("```{solution} ex-a\n:class: dropdown\n\nWork.\n```", ""),
+        (":::{solution} ex-a\nWork.\n:::", ""),
+        ("Before.\n\n````{solution} ex-a\nWork.\n````\n\nAfter.", "Before.\n\nAfter."),
+        (
+            "````{exercise} T\n:label: ex-a\n\nDo it.\n````\n\n````{solution} ex-a\nWork.\n````",
+            "````{exercise} T\n:label: ex-a\n\nDo it.\n````",
+        ),
+    ],
+)
 def test_remove_solution_directives(text, expected):
     assert student.remove_solution_directives(text) == expected
 
@@ -127,10 +196,19 @@ def test_student_edition_of_a_fixture():
     text = "\n".join(book.source(c) for c in nb.cells)
     assert "{solution}" not in text and "BEGIN SOLUTION" not in text and "logaddexp" not in text
     assert "Some text before the solution" in text and "Text after the solution" in text
-    assert "{exercise}" in text
+    assert "{exercise}" in text and "Marking guide" not in text
     by_id = {book.nbgrader_meta(c).get("grade_id"): c for c in nb.cells}
-    assert book.source(by_id["ex-fx-zero-answer"]) == "# YOUR CODE HERE\nraise NotImplementedError()"
-    assert book.source(by_id["ex-fx-loglik-answer"]).startswith("def my_log_likelihood(w, X, y):\n    # YOUR CODE HERE")
+    assert book.source(by_id["ex-fx-zero-answer"]) == (
+        "# Compute p0: the sigmoid at a = 0 (a float).\n# YOUR CODE HERE\nraise NotImplementedError()"
+    )
+    assert book.source(by_id["ex-fx-loglik-answer"]) == (
+        "def my_log_likelihood(w, X, y):\n"
+        '    """The Bernoulli log-likelihood sum_n y_n a_n - log(1 + e^a_n), a = X w."""\n'
+        "    # YOUR CODE HERE\n    raise NotImplementedError()"
+    )
+    paper = by_id["ex-fx-paper-answer"]
+    assert paper.cell_type == "markdown" and book.source(paper) == "YOUR ANSWER HERE"
+    assert paper.metadata.get("deletable") is False and paper.metadata.get("editable", True) is True
     for c in src.cells:
         if book.is_check(c):
             assert book.source(by_id[book.nbgrader_meta(c)["grade_id"]]) == book.source(c)
@@ -141,7 +219,9 @@ def test_student_edition_of_a_fixture():
 
 def test_make_student_cli_writes_every_toc_chapter(tmp_path):
     out = tmp_path / "student"
-    subprocess.run([sys.executable, "-m", "coursework.student", str(out), "--root", str(FIXTURES)], check=True)
+    subprocess.run(
+        [sys.executable, "-m", "coursework.student", str(out), "--root", str(FIXTURES)], check=True
+    )
     assert sorted(p.name for p in out.iterdir()) == ["fx_a_sigmoid.ipynb", "fx_b_gradient.ipynb"]
 
 
@@ -151,8 +231,14 @@ def _generate_assignment(tmp_path, notebooks):
     for nb in notebooks:
         shutil.copy(nb, course / "source" / "hw" / nb.name)
     env = dict(os.environ, PATH=f"{VENV_BIN}{os.pathsep}{os.environ.get('PATH', '')}")
-    proc = subprocess.run([str(VENV_BIN / "nbgrader"), "generate_assignment", "hw", "--force"],
-                          cwd=course, env=env, capture_output=True, text=True, timeout=600)
+    proc = subprocess.run(
+        [str(VENV_BIN / "nbgrader"), "generate_assignment", "hw", "--force"],
+        cwd=course,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     assert "[ERROR]" not in proc.stderr, proc.stderr[-3000:]
     return course / "release" / "hw"
@@ -166,31 +252,50 @@ def test_nbgrader_generate_assignment_accepts_the_sources(tmp_path):
     for path in notebooks:
         released = nbformat.read(str(release / path.name), as_version=4)
         ours = student.student_notebook(path)
-        theirs = {book.nbgrader_meta(c)["grade_id"]: book.source(c) for c in released.cells if book.nbgrader_meta(c).get("grade_id")}
-        mine = {book.nbgrader_meta(c)["grade_id"]: book.source(c) for c in ours.cells if book.nbgrader_meta(c).get("grade_id")}
+        theirs = {
+            book.nbgrader_meta(c)["grade_id"]: book.source(c)
+            for c in released.cells
+            if book.nbgrader_meta(c).get("grade_id")
+        }
+        mine = {
+            book.nbgrader_meta(c)["grade_id"]: book.source(c)
+            for c in ours.cells
+            if book.nbgrader_meta(c).get("grade_id")
+        }
         assert theirs == mine, path.name
 
 
 # ----------------------------------------------------------------------------- running student editions
 
-def _execute_student_editions(paths, tmp):
+
+def run_sandboxed(nb, name, slot=0, unsafe=False, extra=(), **limits):
+    """Run the notebook ``nb`` in the grader's sandbox; ``(cells, problem)`` as the grader sees
+    them (``cells`` maps a code cell's index to its record)."""
+    lim = sandbox.Limits(**{"cell_timeout": 300, "notebook_timeout": 900, **limits})
+    box = sandbox.Sandbox(unsafe=unsafe, slots=_jobs(), limits=lim)
+    run = box.execute(nbformat.writes(nb).encode(), name, grade.runner_args(lim, nb) + list(extra), slot=slot)
+    return {r["index"]: r for r in run.records if r.get("kind") == "cell"}, run.problem
+
+
+def _execute_student_editions(paths):
+    slots = list(range(_jobs()))
+
     def one(path):
-        target = pathlib.Path(tmp) / path.name
-        nbformat.write(student.student_notebook(path), str(target))
-        work = pathlib.Path(tmp) / f"work-{path.stem}"
-        work.mkdir()
-        cells, problem = runner.run_isolated(target, cell_timeout=300, notebook_timeout=900, workdir=work)
-        return path, (nbformat.read(str(target), as_version=4), cells, problem)
+        nb = student.student_notebook(path)
+        slot = slots.pop()
+        try:
+            return path, (nb, *run_sandboxed(nb, path.name, slot=slot))
+        finally:
+            slots.append(slot)
 
     with concurrent.futures.ThreadPoolExecutor(_jobs()) as pool:
         return dict(pool.map(one, paths))
 
 
 @pytest.fixture(scope="session")
-def executed_student_editions(tmp_path_factory):
+def executed_student_editions():
     """Every student edition (fixtures and chapters) executed once, cell errors tolerated."""
-    tmp = tmp_path_factory.mktemp("student-run")
-    return _execute_student_editions(book.toc_notebooks(FIXTURES) + CHAPTERS, tmp)
+    return _execute_student_editions(book.toc_notebooks(FIXTURES) + CHAPTERS)
 
 
 def _assert_only_exercises_fail(path, result):
@@ -202,8 +307,11 @@ def _assert_only_exercises_fail(path, result):
     assert not missing, f"{path.name}: cells {missing} did not run"
     bad = [f"cell {i}: {cells[i]['error']}" for i in code if i not in graded and cells[i]["status"] != "ok"]
     assert not bad, f"{path.name}: cells outside the exercises fail in the student edition: {bad}"
-    passing = [nb.cells[i].metadata.nbgrader.grade_id for i in graded if cells[i]["status"] == "ok"
-               and book.is_check(nb.cells[i])]
+    passing = [
+        nb.cells[i].metadata.nbgrader.grade_id
+        for i in graded
+        if cells[i]["status"] == "ok" and book.is_check(nb.cells[i])
+    ]
     assert not passing, f"{path.name}: checks pass on the empty student answer (free points): {passing}"
 
 
@@ -218,12 +326,24 @@ def test_student_edition_fails_only_in_exercises(path, executed_student_editions
 
 
 def test_runner_truncates_megabytes_of_output(tmp_path):
-    nb = nbformat.v4.new_notebook(cells=[
-        nbformat.v4.new_code_cell("for _ in range(50):\n    print('x' * 100_000)"),
-        nbformat.v4.new_code_cell("print('after')")], metadata=book.read(FX_B).metadata)
-    src, executed = tmp_path / "big.ipynb", tmp_path / "executed.ipynb"
-    nbformat.write(nb, str(src))
-    cells, problem = runner.run_isolated(src, 60, 120, max_output_bytes=50_000, executed=executed)
+    nb = nbformat.v4.new_notebook(
+        cells=[
+            nbformat.v4.new_code_cell("for _ in range(50):\n    print('x' * 100_000)"),
+            nbformat.v4.new_code_cell("print('after')"),
+        ],
+        metadata=book.read(FX_B).metadata,
+    )
+    executed = tmp_path / "executed.ipynb"
+    # --executed writes to a host path, so this runs without the sandbox (trusted code)
+    cells, problem = run_sandboxed(
+        nb,
+        "big.ipynb",
+        unsafe=True,
+        extra=["--executed", str(executed)],
+        cell_timeout=60,
+        notebook_timeout=120,
+        max_output_bytes=50_000,
+    )
     assert problem is None and [c["status"] for c in cells.values()] == ["ok", "ok"]
     assert executed.stat().st_size < 200_000
     out = nbformat.read(str(executed), as_version=4)
@@ -231,145 +351,10 @@ def test_runner_truncates_megabytes_of_output(tmp_path):
     assert out.cells[1].outputs[0].text == "after\n"
 
 
-def test_a_broken_student_edition_is_caught(tmp_path):
+def test_a_broken_student_edition_is_caught():
     nb = student.student_notebook(FX_B)
     nb.cells[1].source += "\nraise RuntimeError('setup broken')"
-    target = tmp_path / "fx_b_gradient.ipynb"
-    nbformat.write(nb, str(target))
     with pytest.raises(AssertionError, match="cells outside the exercises fail"):
-        _assert_only_exercises_fail(FX_B, (nb, *runner.run_isolated(target, 60, 120)))
-
-
-# ----------------------------------------------------------------------------- grading
-
-def _with_answers(path, answers):
-    """A submission: the student edition of ``path`` with answer cells replaced (by grade id)."""
-    nb = student.student_notebook(path)
-    for c in nb.cells:
-        gid = book.nbgrader_meta(c).get("grade_id")
-        if gid in answers:
-            c.source = answers[gid]
-    return nb
-
-
-def _correct(path):
-    src = book.read(path)
-    return _with_answers(path, {book.nbgrader_meta(c)["grade_id"]: book.source(c) for c in src.cells if book.is_answer(c)})
-
-
-def _deleted():
-    nb = _correct(FX_A)
-    nb.cells = [c for c in nb.cells if book.nbgrader_meta(c).get("grade_id") not in ("ex-fx-zero-check", "ex-fx-loglik-answer")]
-    return nb
-
-
-def _tampered():
-    nb = _with_answers(FX_A, {"ex-fx-zero-answer": "p0 = 0.25"})
-    for c in nb.cells:
-        if book.nbgrader_meta(c).get("grade_id") == "ex-fx-zero-check":
-            c.source = "pass  # trust me"
-    return nb
-
-
-LOGLIK = book.source(book.read(FX_A).cells[7])
-PLANTED = {   # student -> (fx_a notebook or raw text, expected points of ex-fx-zero / ex-fx-loglik)
-    "correct": (lambda: _correct(FX_A), (1, 3)),
-    "wrong": (lambda: _with_answers(FX_A, {"ex-fx-zero-answer": "p0 = 0.4", "ex-fx-loglik-answer":
-                                           "def my_log_likelihood(w, X, y):\n    return 0.0"}), (0, 0)),
-    "empty": (lambda: student.student_notebook(FX_A), (0, 0)),
-    "loops": (lambda: _with_answers(FX_A, {"ex-fx-zero-answer": "while True:\n    pass",
-                                           "ex-fx-loglik-answer": LOGLIK}), (0, 3)),
-    "syntax": (lambda: _with_answers(FX_A, {"ex-fx-zero-answer": "p0 = = 0.5", "ex-fx-loglik-answer": LOGLIK}), (0, 3)),
-    "megabytes": (lambda: _with_answers(FX_A, {"ex-fx-zero-answer": "for _ in range(40):\n    print('x' * 500_000)\np0 = 0.5"}), (1, 0)),
-    "deleted": (_deleted, (1, 0)),
-    "tampered": (_tampered, (0, 0)),
-    "crash": (lambda: _with_answers(FX_A, {"ex-fx-zero-answer": "import os\nos._exit(1)"}), (0, 0)),
-    "garbage": (lambda: "this is not a notebook {", (0, 0)),
-}
-
-
-@pytest.fixture(scope="module")
-def graded(tmp_path_factory):
-    subs = tmp_path_factory.mktemp("submissions")
-    for name, (make, _) in PLANTED.items():
-        (subs / name).mkdir()
-        nb = make()
-        target = subs / name / "fx_a_sigmoid.ipynb"
-        target.write_text(nb if isinstance(nb, str) else nbformat.writes(nb))
-    # a notebook that hangs ignoring interrupts: the hard per-notebook limit must stop it
-    (subs / "hangs").mkdir()
-    hang = _with_answers(FX_B, {"ex-fx-grad-answer": "import signal, time\nsignal.signal(signal.SIGINT, signal.SIG_IGN)\nwhile True:\n    time.sleep(0.1)"})
-    nbformat.write(hang, str(subs / "hangs" / "fx_b_gradient.ipynb"))
-    nbformat.write(_correct(FX_B), str(subs / "correct" / "fx_b_gradient.ipynb"))
-    nbformat.write(_correct(FX_B), str(subs / "correct" / "99_not_a_chapter.ipynb"))
-    out = tmp_path_factory.mktemp("grades")
-    import time
-    t0 = time.monotonic()
-    rows, text = grade.grade_folder(subs, out, root=FIXTURES, cell_timeout=8, notebook_timeout=20,
-                                    grace=10, jobs=_jobs())
-    elapsed = time.monotonic() - t0
-    with open(out / "grades.csv") as fh:
-        table = list(csv.DictReader(fh))
-    print(f"\nplanted submissions graded in {elapsed:.0f} s:\n{text}{(out / 'grades.csv').read_text()}")
-    return {"rows": rows, "text": text, "table": table, "elapsed": elapsed, "out": out}
-
-
-def _points(graded, student_name, chapter="fx_a_sigmoid"):
-    return {r["exercise"]: float(r["points"]) for r in graded["table"]
-            if r["student"] == student_name and r["chapter"] == chapter}
-
-
-@pytest.mark.parametrize("student_name", sorted(PLANTED))
-def test_planted_submission_scores(graded, student_name):
-    zero, loglik = PLANTED[student_name][1]
-    assert _points(graded, student_name) == {"ex-fx-zero": zero, "ex-fx-loglik": loglik}, graded["text"]
-
-
-def test_grade_csv_and_summary(graded):
-    table = graded["table"]
-    assert list(table[0]) == grade.FIELDS
-    assert all(float(r["max_points"]) == {"ex-fx-zero": 1, "ex-fx-loglik": 3, "ex-fx-grad": 2}[r["exercise"]]
-               for r in table if r["exercise"])
-    assert (graded["out"] / "summary.txt").read_text() == graded["text"]
-    assert "graded 13 notebooks of 11 students" in graded["text"]
-    assert _points(graded, "correct", "fx_b_gradient") == {"ex-fx-grad": 2}
-
-
-def _row(graded, student_name, exercise, chapter="fx_a_sigmoid"):
-    return next(r for r in graded["table"] if (r["student"], r["chapter"], r["exercise"]) == (student_name, chapter, exercise))
-
-
-def test_grade_errors_and_notes_are_reported(graded):
-    assert _row(graded, "correct", "ex-fx-zero")["error"] == ""
-    assert _row(graded, "empty", "ex-fx-zero")["error"] == "unanswered (NotImplementedError)"
-    assert _row(graded, "empty", "ex-fx-loglik")["error"] == "unanswered (NotImplementedError)"
-    assert "AssertionError" in _row(graded, "wrong", "ex-fx-zero")["error"]
-    assert "timeout" in _row(graded, "loops", "ex-fx-zero")["error"].lower() or "longer than" in _row(graded, "loops", "ex-fx-zero")["error"]
-    assert "SyntaxError" in _row(graded, "syntax", "ex-fx-zero")["error"]
-    assert "died" in _row(graded, "crash", "ex-fx-zero")["error"]
-    assert "died" in _row(graded, "crash", "ex-fx-loglik")["error"]
-    assert "unreadable" in _row(graded, "garbage", "ex-fx-zero")["error"]
-    assert "time limit" in _row(graded, "hangs", "ex-fx-grad", "fx_b_gradient")["error"] or \
-        "longer than" in _row(graded, "hangs", "ex-fx-grad", "fx_b_gradient")["error"]
-    assert "deleted" in _row(graded, "deleted", "ex-fx-zero")["notes"]
-    assert "deleted" in _row(graded, "deleted", "ex-fx-loglik")["notes"]
-    assert "modified" in _row(graded, "tampered", "ex-fx-zero")["notes"]
-    assert "not a chapter" in next(r for r in graded["table"] if r["chapter"] == "99_not_a_chapter")["error"]
-    assert "cells deleted or modified by students" in graded["text"]
-
-
-def test_grading_is_bounded_in_time(graded):
-    # 13 notebooks, two of which run into their limits (20 s + 10 s grace at most)
-    assert graded["elapsed"] < 240, graded["elapsed"]
-
-
-def test_merge_restores_checks_from_the_source():
-    nb, notes = grade.merge(book.read(FX_A), _deleted())
-    ids = [book.nbgrader_meta(c).get("grade_id") for c in nb.cells if book.nbgrader_meta(c).get("grade_id")]
-    assert ids == ["ex-fx-zero-answer", "ex-fx-zero-check", "ex-fx-loglik-answer", "ex-fx-loglik-check"]
-    stub = next(c for c in nb.cells if book.nbgrader_meta(c).get("grade_id") == "ex-fx-loglik-answer")
-    assert "raise NotImplementedError()" in book.source(stub)
-    assert set(notes) == {"ex-fx-zero", "ex-fx-loglik"}
-    nb, notes = grade.merge(book.read(FX_A), _tampered())
-    check = next(c for c in nb.cells if book.nbgrader_meta(c).get("grade_id") == "ex-fx-zero-check")
-    assert book.source(check) == book.source(book.read(FX_A).cells[4])
+        _assert_only_exercises_fail(
+            FX_B, (nb, *run_sandboxed(nb, FX_B.name, cell_timeout=60, notebook_timeout=120))
+        )

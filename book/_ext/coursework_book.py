@@ -22,7 +22,7 @@
    shows the equation number, linked.
 6. The bibliography: a pybtex style ``book_author_year`` whose labels are author-year ("Bishop
    2006", "Rasmussen and Williams 2006", "Polson et al. 2013"), sorted by author and year, the
-   same form as the author-year citations in the text.
+   same form as the author-year citations in the text; TeX math in an entry is typeset.
 """
 
 from __future__ import annotations
@@ -82,24 +82,29 @@ class _CourseworkDirective(SphinxDirective):
 
 
 class CourseworkChapters(_CourseworkDirective):
-    """Per chapter: estimated time, coding exercises and points, learning goals."""
+    """Per chapter: estimated time, coding and pen-and-paper exercises with their points,
+    learning goals."""
 
     def run(self):
-        lines = ["| Chapter | Estimated time | Coding exercises | Points |",
-                 "| :-- | --: | --: | --: |"]
+        lines = ["| Chapter | Estimated time | Coding exercises | Points (graded automatically) "
+                 "| Pen-and-paper exercises | Points (graded by hand) |",
+                 "| :-- | --: | --: | --: | --: | --: |"]
         goals = []
-        total_min = total_pts = 0
+        total_min = total_auto = total_hand = 0
         for path, s in self.chapters():
             doc = _docname(self.env, path)
             coding = [e for e in s["exercises"] if e.coding]
-            pts = sum(e.points for e in coding)
+            paper = [e for e in s["exercises"] if e.by_hand]
+            auto, hand = sum(e.points for e in coding), sum(e.points for e in paper)
             total_min += s["minutes"]
-            total_pts += pts
+            total_auto += auto
+            total_hand += hand
             mark = "" if s["stated"] else "*"
-            lines.append(f"| {{doc}}`{doc}` | {s['minutes']} min{mark} | {len(coding)} | {pts:g} |")
+            lines.append(f"| {{doc}}`{doc}` | {s['minutes']} min{mark} | {len(coding)} | {auto:g} "
+                         f"| {len(paper)} | {hand:g} |")
             goals.append(f"- {{doc}}`{doc}` (about {s['minutes']} min{mark})")
             goals += [f"  - {g}" for g in s["goals"]] or ["  - (no learning goals listed)"]
-        lines.append(f"| **Total** | **{total_min / 60:.1f} h** | | **{total_pts:g}** |")
+        lines.append(f"| **Total** | **{total_min / 60:.1f} h** | | **{total_auto:g}** | | **{total_hand:g}** |")
         text = "\n".join(lines) + "\n\n" + (
             "Times marked * are estimates (100 words of prose a minute, a minute per code cell, "
             "15 minutes per coding and 10 per pen-and-paper exercise); the others are stated by "
@@ -108,20 +113,26 @@ class CourseworkChapters(_CourseworkDirective):
 
 
 class CourseworkPoints(_CourseworkDirective):
-    """Every exercise of the book: label (linked), title, grade id of its check cell, points."""
+    """Every exercise of the book: label (linked), title, the cell that is graded (the check
+    cell.s grade id, or the answer cell of a pen-and-paper exercise), its points, how it is graded."""
 
     def run(self):
-        lines = ["| Exercise | Title | Check cell (grade id) | Points |",
-                 "| :-- | :-- | :-- | --: |"]
-        total = 0.0
+        lines = ["| Exercise | Title | Graded cell (grade id) | Points | Graded |",
+                 "| :-- | :-- | :-- | --: | :-- |"]
+        auto = hand = 0.0
         for _path, s in self.chapters():
             for e in s["exercises"]:
                 if e.coding:
-                    total += e.points
-                    lines.append(f"| {{ref}}`{e.label}` | {_cell(e.title)} | `{e.check_id}` | {e.points:g} |")
+                    auto += e.points
+                    lines.append(f"| {{ref}}`{e.label}` | {_cell(e.title)} | `{e.check_id}` "
+                                 f"| {e.points:g} | automatically |")
+                elif e.by_hand:
+                    hand += e.points
+                    lines.append(f"| {{ref}}`{e.label}` | {_cell(e.title)} | `{e.answer_id}` "
+                                 f"| {e.points:g} | by hand |")
                 else:
-                    lines.append(f"| {{ref}}`{e.label}` | {_cell(e.title)} | pen and paper, not graded | – |")
-        lines.append(f"| **Total** | | | **{total:g}** |")
+                    lines.append(f"| {{ref}}`{e.label}` | {_cell(e.title)} | (none) | – | not graded |")
+        lines.append(f"| **Total** | | | **{auto + hand:g}** | **{auto:g} automatically, {hand:g} by hand** |")
         return self.render("\n".join(lines))
 
 
@@ -240,6 +251,39 @@ class LatexExerciseReferences(SphinxPostTransform):
 
 # --------------------------------------------------------------- bibliography: author-year
 
+MATH_IN_TEXT_RE = re.compile(r"\$([^$]+)\$")
+
+
+class BibliographyMath(SphinxPostTransform):
+    """TeX math in a bibliography entry (a title such as "an improved $\\widehat R$") becomes a
+    math node, typeset like the text's math instead of printed as raw TeX.  The entries are made
+    by sphinxcontrib-bibtex's post-transform, after Sphinx decided which pages need MathJax, so
+    MathJax is loaded on every page (``set_html_assets_policy("always")`` in ``setup``)."""
+
+    default_priority = 20          # after sphinxcontrib-bibtex fills the bibliography (5)
+
+    def run(self, **kwargs):
+        for citation in list(self.document.findall(nodes.citation)):
+            for element in list(citation.findall(nodes.TextElement)):
+                if isinstance(element, (nodes.math, nodes.literal, nodes.label)) or "$" not in element.astext():
+                    continue
+                # pybtex splits "$\widehat R$" over several text nodes: join each run of them
+                children, run = [], []
+                for child in list(element.children) + [None]:
+                    if isinstance(child, nodes.Text):
+                        run.append(str(child))
+                        continue
+                    if run:
+                        parts = MATH_IN_TEXT_RE.split("".join(run))
+                        children += [nodes.Text(p) if i % 2 == 0 else nodes.math(f"${p}$", p)
+                                     for i, p in enumerate(parts) if p]
+                        run = []
+                    if child is not None:
+                        children.append(child)
+                element.children = []
+                element.extend(children)
+
+
 def _register_author_year_style():
     from pybtex.plugin import register_plugin
     from pybtex.richtext import Text
@@ -269,6 +313,8 @@ def _register_author_year_style():
             return f"{who} {entry.fields.get('year', 'n.d.')}"
 
         def format_labels(self, sorted_entries):
+            # two works with one label get "1992a", "1992b" (labels must be unique); the text's
+            # citations print the year alone and link their own entry
             labels = [self.format_label(e) for e in sorted_entries]
             seen = {}
             for label in labels:
@@ -294,6 +340,8 @@ def setup(app):
     app.connect("html-page-context", add_book_pdf_button, priority=900)
     app.add_role("notebook-archive", notebook_archive_role)
     app.add_post_transform(LatexExerciseReferences)
+    app.add_post_transform(BibliographyMath)
+    app.set_html_assets_policy("always")
     app.add_directive("coursework-chapters", CourseworkChapters)
     app.add_directive("coursework-points", CourseworkPoints)
     app.connect("build-finished", copy_executed_notebooks)

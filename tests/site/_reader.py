@@ -16,8 +16,8 @@ Definitions (all in CSS pixels):
   (code and typeset math excluded), and a *raw role or directive* is MyST syntax such as
   ``{eq}`` or ``:::{exercise}`` left as text; an *equation label* is ``eq-...`` shown as text;
 - a *bare title* is a link to a chapter whose text is the chapter's title, inside a sentence,
-  not preceded by "chapter N (" (a link that is the whole of a table cell or starts a list
-  item is a heading and reads);
+  not preceded by "chapter N (" (or "chapter N, " / "chapter N: "; a link that opens a table
+  cell or a list item is a heading and reads);
 - a *doubled word* is the same word twice in a row ("exercise Exercise 5.2");
 - the page *scrolls sideways* at 390 px when the document is wider than the viewport.
 """
@@ -107,7 +107,7 @@ READER_JS_1280 = "async () => {" + _COMMON_JS + r"""
   out.raw_tex = grab(/\$|\\[A-Za-z]{2,}|\\[()\[\]]/g);
   out.raw_roles = grab(/\{(eq|doc|cite(:[a-z]+)?|ref|numref|math|download|term|abbr|exercise|solution|figure|note|bibliography|eval-rst)\}|^\s*(:::+|```+)|^:label:/gm);
   out.equation_labels = grab(/(^|[^\w#-])eq-[a-z0-9]+(-[a-z0-9]+)*\b/g);
-  out.doubled_words = grab(/\b([A-Za-z]{2,})[ \u00a0]+\1\b/gi);
+  out.doubled_words = grab(/(?<![\w-])([A-Za-z]{2,})[ \u00a0]+\1\b/gi);   // not "plug-in in"
   // cross-references to chapters: "chapter N (Title)", never a bare title in a sentence
   const chapters = {};
   for (const a of document.querySelectorAll('nav.bd-docs-nav a.reference.internal')) {
@@ -132,7 +132,8 @@ READER_JS_1280 = "async () => {" + _COMMON_JS + r"""
     };
     const before = textBefore(box);
     if (item && !textBefore(item).trim()) continue;
-    if (new RegExp(`(^|\\D)${ch.num}\\s*\\(\\s*$`).test(before)) continue;
+    // "chapter 5 (Title)", "chapter 5, Title", "chapter 5: Title"
+    if (new RegExp(`(^|\\D)${ch.num}\\s*[(,:]\\s*$`).test(before)) continue;
     out.bare_titles.push(`"...${before.slice(-30)}[${text}]" (chapter ${ch.num})`);
   }
   // the favicon: declared and served

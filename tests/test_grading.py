@@ -1,0 +1,1150 @@
+"""Grading a hostile class: the sandbox, the trusted comparison of check_values, intake, output.
+
+The centre is one grading run (module fixture ``graded``) over a planted class built from the
+fixture book: controls (the instructor's own notebooks score full marks, the untouched student
+edition scores 0), honest mistakes (wrong, looping, crashing, deleted or edited cells), the
+attacks of tests/hostile_class.py, and files the intake must reject or ignore.  While it runs,
+the test process listens on TCP, UDP and Unix sockets and for SIGUSR1; afterwards the tests
+check, for every attack, that it scored 0 on the attacked exercise, that the other students'
+scores and files are unchanged, that no file outside the grader's output changed, that no
+process is left and that nothing arrived on the network.  A second, small run without the
+sandbox (``unsafe=True``) shows that the same attacks do succeed there, so these checks can fail.
+
+These tests run as root on CI, as on a course server; bubblewrap must be installed
+(``.ci/run`` installs it).
+"""
+
+import csv
+import hashlib
+import json
+import os
+import pathlib
+import selectors
+import shutil
+import signal
+import socket
+import stat
+import subprocess
+import sys
+import threading
+import time
+
+import nbformat
+import pytest
+
+from coursework import book, cgroup, grade, sandbox, student, values
+import hostile_class
+
+ROOT = pathlib.Path(__file__).resolve().parents[1]
+FIXTURES = ROOT / "tests" / "fixtures"
+FX_A = FIXTURES / "book" / "fx_a_sigmoid.ipynb"
+FX_B = FIXTURES / "book" / "fx_b_gradient.ipynb"
+JOBS = max(2, min(4, os.cpu_count() or 1))
+LIMITS = sandbox.Limits(
+    cell_timeout=8,
+    notebook_timeout=25,
+    grace=5,
+    memory_bytes=2 << 30,
+    disk_bytes=64 << 20,
+    file_bytes=32 << 20,
+    processes=128,
+    notebook_memory_bytes=1 << 30,
+)
+MAX_NOTEBOOK = 8_000_000
+UID_BASE = sandbox.DEFAULT_UID_BASE
+
+
+def _cgroups_work():
+    try:
+        groups = cgroup.open_slots(1, 64 << 20, tag=f"coursework-test.{os.getpid()}")
+    except cgroup.Unavailable:
+        return False
+    for g in groups:
+        g.remove()
+    return True
+
+
+CGROUPS = _cgroups_work()  # as root on CI and on a course server
+
+
+# ----------------------------------------------------------------------------- check_values
+
+
+def test_values_doctests():
+    """coursework/ is not among pytest's doctest paths; its examples run here."""
+    import doctest
+
+    for module in (values, book, grade):
+        result = doctest.testmod(module, optionflags=doctest.ELLIPSIS)
+        assert result.failed == 0, module.__name__
+    assert doctest.testmod(values).attempted >= 1
+
+
+def test_values_round_trip_and_compare():
+    text = values.dumps({"t": 0.25, "g": [[1, 2], [3, 4.5]], "n": 3, "b": True})
+    got = values.loads(text)
+    assert got == {
+        "t": ((), (0.25,)),
+        "g": ((2, 2), (1.0, 2.0, 3.0, 4.5)),
+        "n": ((), (3.0,)),
+        "b": ((), (1.0,)),
+    }
+    assert values.compare(got, got, 0.0, 0.0) is None
+    near = values.loads(values.dumps({"t": 0.25 * (1 + 1e-7), "g": [[1, 2], [3, 4.5]], "n": 3, "b": 1}))
+    assert values.compare(got, near, 1e-6, 0.0) is None
+    assert "check_values['t'] differs (relative difference 1.0e-07)" in values.compare(got, near, 1e-8, 0.0)
+
+
+@pytest.mark.parametrize(
+    "expected, got, rtol, atol, match",
+    [
+        ({"x": 1.0}, {"x": 1.0 + 2e-9}, 1e-9, 0.0, "differs"),
+        ({"x": 1.0}, {"x": 1.0 + 2e-9}, 1e-9, 1e-9, None),  # atol + rtol |e|
+        ({"x": 0.0}, {"x": 1e-10}, 1e-6, 1e-9, None),
+        ({"x": 0.0}, {"x": 1e-8}, 1e-6, 1e-9, "differs"),
+        ({"x": [1.0, 2.0]}, {"x": [1.0, 2.0, 3.0]}, 1e-6, 1e-9, "has shape (3,), expected (2,)"),
+        ({"x": [[1.0, 2.0]]}, {"x": [1.0, 2.0]}, 1e-6, 1e-9, "has shape (2,), expected (1, 2)"),
+        ({"x": 1.0}, {"y": 1.0}, 1e-6, 1e-9, "has no 'x'"),
+        ({"x": 1.0}, {"x": 1.0, "y": 2.0}, 1e-6, 1e-9, "unexpected keys 'y'"),
+        ({"x": 1.0}, {"x": float("nan")}, 1e-6, 1e-9, "is NaN"),
+        ({"x": float("nan")}, {"x": float("nan")}, 1e-6, 1e-9, "is NaN"),  # NaN never matches
+        ({"x": float("inf")}, {"x": float("inf")}, 1e-6, 1e-9, None),
+        ({"x": float("inf")}, {"x": 1e308}, 1e-6, 1e-9, "differs"),
+        ({"x": [1.0, 5.0, 7.0]}, {"x": [1.0, 6.0, 8.0]}, 1e-6, 1e-9, "[1] differs"),
+    ],
+)
+def test_values_compare_cases(expected, got, rtol, atol, match):
+    e, g = values.loads(values.dumps(expected)), values.loads(values.dumps(got))
+    diff = values.compare(e, g, rtol, atol)
+    assert (diff is None) if match is None else (match in diff), diff
+
+
+@pytest.mark.parametrize(
+    "text, match",
+    [
+        ("[1, 2]", "expected a dict"),
+        ('{"x": 1}', "is not {shape, data}"),
+        ('{"x": {"shape": [2], "data": [1]}}', "do not fill the shape"),
+        ('{"x": {"shape": [-1], "data": []}}', "invalid shape"),
+        ('{"x": {"shape": [1.5], "data": [1]}}', "invalid shape"),
+        ('{"x": {"shape": [], "data": [true]}}', "expected a number, got bool"),
+        ('{"x": {"shape": [], "data": ["0.5"]}}', "expected a number, got str"),
+        ('{"x": {"shape": [], "data": [[0.5]]}}', "expected a number, got list"),
+        ('{"x": {"shape": [], "data": [1e999999]}}', None),  # inf is a number
+        ('{"x": {"shape": [], "data": [' + "9" * 5000 + "]}}", "not valid JSON"),
+        ("[" * 100_000 + "]" * 100_000, "not valid JSON (RecursionError)"),
+        ('{"x": {"shape": [1000001], "data": []}}', "invalid shape"),
+        (
+            "{" + ", ".join(f'"k{i}": {{"shape": [], "data": [1]}}' for i in range(65)) + "}",
+            "more than 64 keys",
+        ),
+        ('{"__class__": {"shape": [], "data": [1]}}', None),  # just a key
+        ("not json", "not valid JSON"),
+    ],
+)
+def test_values_loads_is_defensive(text, match):
+    if match is None:
+        values.loads(text)
+    else:
+        with pytest.raises(
+            values.MalformedValues,
+            match=match.replace("(", r"\(")
+            .replace(")", r"\)")
+            .replace("[", r"\[")
+            .replace("{", r"\{")
+            .replace("}", r"\}"),
+        ):
+            values.loads(text)
+
+
+def test_values_loads_size_limits():
+    with pytest.raises(values.MalformedValues, match="longer than"):
+        values.loads(" " * (values.MAX_TEXT + 1))
+    with pytest.raises(values.MalformedValues, match="more than 1000000 numbers"):
+        values.loads(
+            json.dumps(
+                {
+                    "a": {"shape": [600_000], "data": [0] * 600_000},
+                    "b": {"shape": [600_000], "data": [0] * 600_000},
+                }
+            )
+        )
+
+
+def test_values_dumps_refuses_what_is_not_numbers():
+    import numpy as np
+
+    for bad, match in (
+        ([1, 2], "must be a dict"),
+        ({1: 2.0}, "keys must be strings"),
+        ({"x": "0.5"}, "must be a number"),
+        ({"x": 1 + 2j}, "must be a number"),
+        ({"x": [object()]}, "must be a number"),
+        ({"x": [[1], [2, 3]]}, None),
+    ):
+        with pytest.raises((TypeError, ValueError), match=match):
+            values.dumps(bad)
+
+    class Rigged(float):
+        def __eq__(self, other):
+            return True
+
+        __hash__ = float.__hash__
+
+    assert values.loads(values.dumps({"x": Rigged(0.4), "a": np.arange(3.0)})) == {
+        "x": ((), (0.4,)),
+        "a": ((3,), (0.0, 1.0, 2.0)),
+    }
+
+
+# ----------------------------------------------------------------------------- what the conventions require
+
+
+@pytest.mark.parametrize(
+    "src, ok",
+    [
+        ("def f(x):\n    ### BEGIN SOLUTION\n    return x\n    ### END SOLUTION", True),
+        ("# Compute p0: the sigmoid at 0 (a float).\n### BEGIN SOLUTION\np0 = 0.5\n### END SOLUTION", True),
+        ("### BEGIN SOLUTION\np0 = 0.5\n### END SOLUTION\n# p0 is the sigmoid at 0", True),
+        ("# Compute w_map, the MAP weights.\n### BEGIN SOLUTION\nw_map, info = 1, 2\n### END SOLUTION", True),
+        ("### BEGIN SOLUTION\np0 = 0.5\n### END SOLUTION", False),
+        ("# Do the exercise.\n### BEGIN SOLUTION\np0 = 0.5\n### END SOLUTION", False),
+        ("# Compute p0x\n### BEGIN SOLUTION\np0 = 0.5\n### END SOLUTION", False),
+        ("### BEGIN SOLUTION\ndef f(x):\n    return x\n### END SOLUTION", False),
+    ],
+)
+def test_stub_must_state_what_to_write(src, ok):
+    assert (book.stub_statement_problem(src) is None) == ok
+
+
+@pytest.mark.parametrize(
+    "src, ok",
+    [
+        ('check_values = {"t": t}\nassert t > 0', True),
+        ('x = 1\ncheck_values: dict = {"t": t}', True),
+        ("assert t > 0", False),
+        ("def f():\n    check_values = {}\n", False),
+        ('check_values["t"] = t', False),
+    ],
+)
+def test_check_cell_must_assign_check_values(src, ok):
+    assert book.assigns_check_values(src) == ok
+
+
+def test_tolerances_come_from_the_check_cell():
+    nb = book.read(FX_A)
+    assert book.tolerances(nb.cells[4]) == (1e-6, 1e-9)  # defaults
+    assert book.tolerances(nb.cells[8]) == (1e-10, 1e-12)  # "coursework" metadata
+
+
+# ----------------------------------------------------------------------------- intake and output
+
+
+def _student_with_answers(path, answers):
+    nb = student.student_notebook(path)
+    for c in nb.cells:
+        gid = book.nbgrader_meta(c).get("grade_id")
+        if gid in answers:
+            c.source = answers[gid]
+    return nb
+
+
+def _correct(path):
+    src = book.read(path)
+    return _student_with_answers(
+        path, {book.nbgrader_meta(c)["grade_id"]: book.source(c) for c in src.cells if book.is_answer(c)}
+    )
+
+
+def test_intake_rejects_links_and_special_files_and_ignores_the_rest(tmp_path):
+    chapters = grade.load_chapters(FIXTURES, "_toc.yml")
+    subs = tmp_path / "subs"
+    (subs / "ada").mkdir(parents=True)
+    good = nbformat.writes(_correct(FX_A)).encode()
+    (subs / "ada" / "fx_a_sigmoid.ipynb").write_bytes(good)
+    (subs / "ada" / "fx_b_gradient.ipynb.txt").write_bytes(good)
+    (subs / "ada" / "FX_B_GRADIENT.IPYNB").write_bytes(good)
+    (subs / "ada" / "notes.txt").write_text("hello")
+    (subs / "ada" / "99_extra.ipynb").write_bytes(good)
+    (subs / "ada" / ".ipynb_checkpoints").mkdir()
+    (subs / "bob").mkdir()
+    os.symlink(FX_B, subs / "bob" / "fx_b_gradient.ipynb")
+    os.mkfifo(subs / "bob" / "fx_a_sigmoid.ipynb")
+    sock = socket.socket(socket.AF_UNIX)
+    sock.bind(str(subs / "bob" / "sock.ipynb"))
+    (subs / "cyd").mkdir()
+    (tmp_path / "elsewhere.ipynb").write_bytes(good)
+    os.link(tmp_path / "elsewhere.ipynb", subs / "cyd" / "fx_a_sigmoid.ipynb")
+    (subs / "cyd" / "fx_b_gradient.ipynb").write_bytes(b"x" * 2000)
+    os.symlink(subs / "ada", subs / "dan")
+    (subs / "README.md").write_text("top-level file")
+    t0 = time.monotonic()
+    (tmp_path / "spool").mkdir()
+    found, rows = grade.intake(subs, chapters, max_bytes=MAX_NOTEBOOK, spool=tmp_path / "spool")
+    assert time.monotonic() - t0 < 5  # the FIFO did not block
+    assert [(s.student, s.name) for s in found] == [
+        ("ada", "fx_a_sigmoid.ipynb"),
+        ("cyd", "fx_b_gradient.ipynb"),
+    ]
+    assert found[0].sha256 == hashlib.sha256(good).hexdigest()
+    assert found[0].cells() == grade.parse_submission(good)  # only what grading needs is spooled
+    errors = {(r.student, r.chapter): r.error for r in rows}
+    assert errors[("ada", "fx_b_gradient.ipynb.txt")].startswith(
+        "ignored: 'fx_b_gradient.ipynb.txt' is not named like a notebook"
+    )
+    assert "in lower case" in errors[("ada", "FX_B_GRADIENT.IPYNB")]
+    assert errors[("ada", "notes.txt")].startswith("ignored: 'notes.txt' is not a chapter notebook")
+    assert "not a chapter of the book" in errors[("ada", "99_extra")]
+    assert errors[("ada", ".ipynb_checkpoints")].startswith("ignored: '.ipynb_checkpoints' is a folder")
+    assert errors[("bob", "fx_b_gradient")].startswith("rejected: 'fx_b_gradient.ipynb' is a symbolic link")
+    assert errors[("bob", "fx_a_sigmoid")] == "rejected: 'fx_a_sigmoid.ipynb' is a named pipe (FIFO)"
+    assert errors[("bob", "sock")] == "rejected: 'sock.ipynb' is a socket"
+    assert "is a hard link" in errors[("cyd", "fx_a_sigmoid")]
+    assert errors[("dan", "")] == "rejected: the student folder is a symbolic link"
+    assert errors[("", "README.md")].startswith("ignored: 'README.md' is not a student folder")
+    assert all(r.points == 0 and r.max_points == 0 for r in rows)
+    (tmp_path / "spool2").mkdir()
+    found, rows = grade.intake(subs, chapters, max_bytes=1500, spool=tmp_path / "spool2")
+    sock.close()
+    assert [(s.student, s.name) for s in found] == []
+    errors = {(r.student, r.chapter): r.error for r in rows}
+    assert errors[("ada", "fx_a_sigmoid")].startswith(
+        "rejected: 'fx_a_sigmoid.ipynb' is larger than 0.0015 MB"
+    )
+    assert errors[("cyd", "fx_b_gradient")].startswith("rejected: 'fx_b_gradient.ipynb' is larger than")
+
+
+@pytest.mark.parametrize(
+    "data, match",
+    [
+        (b"[" * 200_000 + b"]" * 200_000, "nested too deeply"),
+        (b"\xff\xfe not utf-8", "not UTF-8"),
+        (b"{", "not valid JSON"),
+        (b'{"cells": {}}', "no list of cells"),
+        (
+            json.dumps({"cells": [{"cell_type": "code", "source": ""}] * (grade.MAX_CELLS + 1)}).encode(),
+            "more than 5000 cells",
+        ),
+        (
+            json.dumps({"cells": [{"cell_type": "evil", "source": ""}]}).encode(),
+            "not a code, markdown or raw",
+        ),
+        (json.dumps({"cells": [{"cell_type": "code", "source": 7}]}).encode(), "source is not text"),
+        (
+            json.dumps(
+                {"cells": [{"cell_type": "code", "source": "x" * (grade.MAX_CELL_CHARS + 1)}]}
+            ).encode(),
+            "longer than",
+        ),
+    ],
+)
+def test_parse_submission_is_defensive(data, match):
+    with pytest.raises(ValueError, match=match):
+        grade.parse_submission(data)
+
+
+def test_merge_restores_checks_and_keeps_nothing_but_sources():
+    sub = _student_with_answers(FX_A, {"ex-fx-zero-answer": "p0 = 0.25", "ex-fx-paper-answer": "My proof."})
+    for c in sub.cells:
+        c.metadata["huge"] = "x" * 1000
+        if book.nbgrader_meta(c).get("grade_id") == "ex-fx-zero-check":
+            c.source = "check_values = {'p0': 0.5}  # trust me"
+            c.metadata["nbgrader"]["points"] = 100
+            c.metadata["coursework"] = {"rtol": 1e9, "atol": 1e9}  # any answer within tolerance
+        if c.cell_type == "code":
+            c.outputs = [nbformat.v4.new_output("stream", text="y" * 1000)]
+    bonus = nbformat.v4.new_markdown_cell("My own exercise.")  # points of its own?
+    bonus.metadata["nbgrader"] = {"grade": True, "solution": True, "grade_id": "bonus", "points": 100}
+    sub.cells.append(bonus)
+    nb, notes = grade.merge(book.read(FX_A), grade.parse_submission(nbformat.writes(sub).encode()))
+    src = book.read(FX_A)
+    assert [e.label for e in book.exercises(nb)] == [e.label for e in book.exercises(src)]
+    assert book.tolerances(nb.cells[4]) == (1e-6, 1e-9)  # the source's (its defaults)
+    by_id = {grade._gid(c): c for c in nb.cells if grade._gid(c)}
+    assert book.source(by_id["ex-fx-zero-check"]) == book.source(src.cells[4])
+    assert by_id["ex-fx-zero-check"].metadata == src.cells[4].metadata
+    assert book.source(by_id["ex-fx-zero-answer"]) == "p0 = 0.25"
+    assert by_id["ex-fx-zero-answer"].metadata == src.cells[3].metadata
+    assert book.source(by_id["ex-fx-paper-answer"]) == "My proof."
+    assert all("huge" not in c.metadata for c in nb.cells)
+    assert all(c.outputs == [] for c in nb.cells if c.cell_type == "code")
+    assert notes == {"ex-fx-zero": ["check cell ex-fx-zero-check was modified; graded with the original"]}
+    nbformat.validate(nb)
+
+
+def test_merge_puts_back_deleted_cells():
+    nb = _correct(FX_A)
+    nb.cells = [
+        c
+        for c in nb.cells
+        if book.nbgrader_meta(c).get("grade_id")
+        not in ("ex-fx-zero-check", "ex-fx-loglik-answer", "ex-fx-paper-answer")
+    ]
+    nb, notes = grade.merge(book.read(FX_A), nb)
+    ids = [grade._gid(c) for c in nb.cells if grade._gid(c)]
+    assert ids == [
+        "ex-fx-zero-answer",
+        "ex-fx-zero-check",
+        "ex-fx-loglik-answer",
+        "ex-fx-loglik-check",
+        "ex-fx-paper-answer",
+    ]
+    stub = next(c for c in nb.cells if grade._gid(c) == "ex-fx-loglik-answer")
+    assert "raise NotImplementedError()" in book.source(stub)
+    assert set(notes) == {"ex-fx-zero", "ex-fx-loglik", "ex-fx-paper"}
+
+
+def test_write_fresh_never_follows_links(tmp_path):
+    decoy = tmp_path / "decoy"
+    decoy.mkdir()
+    (decoy / "grades.csv").write_text("DECOY")
+    out = tmp_path / "grades"
+    os.symlink(decoy, out)
+    grade.write_fresh(out, {"grades.csv": "a\n", "summary.txt": "b\n"})
+    assert out.is_dir() and not out.is_symlink()
+    assert (out / "grades.csv").read_text() == "a\n"
+    assert (decoy / "grades.csv").read_text() == "DECOY"
+    previous = [p for p in tmp_path.iterdir() if p.name.startswith("grades.previous-")]
+    assert len(previous) == 1 and previous[0].is_symlink()  # the planted link, moved aside
+    grade.write_fresh(out, {"grades.csv": "c\n"})  # twice in the same second
+    assert (out / "grades.csv").read_text() == "c\n" and not (out / "summary.txt").exists()
+    assert len([p for p in tmp_path.iterdir() if p.name.startswith("grades.previous-")]) == 2
+    assert oct(stat.S_IMODE(out.stat().st_mode)) == "0o755"
+    assert not [p for p in tmp_path.iterdir() if ".new-" in p.name]
+
+
+def test_results_stream_must_be_signed():
+    key = b"k" * 32
+    lines = [
+        sandbox.sign(key, i, json.dumps(r).encode()).encode() + b" " + json.dumps(r).encode()
+        for i, r in enumerate([{"kind": "start"}, {"kind": "end", "cells": 0}])
+    ]
+    assert sandbox.verify(lines, key) == ([{"kind": "start"}, {"kind": "end", "cells": 0}], None)
+    assert "line 1 is not signed" in sandbox.verify(lines, b"x" * 32)[1]
+    assert "line 1 is not signed" in sandbox.verify(lines[::-1], key)[1]  # reordered
+    assert "line 2 is not signed" in sandbox.verify(lines[:1] + [b"00 {}"], key)[1]  # injected
+    assert "line 2 is not signed" in sandbox.verify([lines[0], lines[0]], key)[1]  # replayed
+    forged = [sandbox.sign(key, 0, b"[1]").encode() + b" [1]"]
+    assert "malformed line 1" in sandbox.verify(forged, key)[1]
+
+
+# ----------------------------------------------------------------------------- the sandbox itself
+
+
+def test_sandbox_probe_passes_and_detects_a_visible_path(tmp_path):
+    with sandbox.Sandbox(limits=LIMITS) as box:
+        box.check(hidden=[ROOT / "book", ROOT / "tests", tmp_path])
+        with pytest.raises(sandbox.SandboxUnavailable, match="visible inside"):
+            box.check(hidden=[sys.prefix])  # the venv is bound: the probe must notice
+
+
+def test_sandbox_command_of_a_grader_that_is_not_root():
+    """The command used when the grader runs as an ordinary user (bubblewrap makes the user
+    namespace itself).  Run as root it maps the sandbox to root's uid, so this checks that the
+    command works end to end (probe, a notebook, its check_values), not the uid."""
+    with sandbox.Sandbox(limits=LIMITS) as box:
+        box.root = False
+        box.check(hidden=[ROOT / "book", ROOT / "tests"])
+        run = box.execute(FX_B.read_bytes(), FX_B.name, grade.runner_args(LIMITS, book.read(FX_B)))
+    checks = [r for r in run.records if r.get("index") == 4]
+    assert run.problem is None and checks[0]["status"] == "ok", run
+    assert set(values.loads(checks[0]["values"])) == {"g", "g_soft"}
+
+
+def test_grading_stops_without_a_sandbox(tmp_path, monkeypatch):
+    (tmp_path / "subs" / "ada").mkdir(parents=True)
+    nbformat.write(_correct(FX_A), str(tmp_path / "subs" / "ada" / "fx_a_sigmoid.ipynb"))
+    real_which = shutil.which
+    monkeypatch.setattr(sandbox.shutil, "which", lambda tool: None if tool == "bwrap" else real_which(tool))
+    with pytest.raises(grade.GradingError, match="'bwrap' is not installed.*--unsafe-no-sandbox"):
+        grade.grade_folder(tmp_path / "subs", tmp_path / "out", root=FIXTURES, limits=LIMITS, jobs=1)
+    assert not (tmp_path / "out").exists()
+
+
+def test_cli_refuses_to_grade_without_bubblewrap(tmp_path):
+    (tmp_path / "subs" / "ada").mkdir(parents=True)
+    env = dict(os.environ, PATH=str(tmp_path))  # no bwrap, prlimit or setpriv on PATH
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "coursework.grade",
+            str(tmp_path / "subs"),
+            "--out",
+            str(tmp_path / "out"),
+            "--root",
+            str(FIXTURES),
+        ],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert proc.returncode == 2, proc.stderr
+    assert "grading stopped" in proc.stderr and "--unsafe-no-sandbox" in proc.stderr
+    assert not (tmp_path / "out").exists()
+
+
+def test_sandbox_command():
+    with sandbox.Sandbox(slots=3, limits=LIMITS) as box:
+        cmd = box.command("x.ipynb", [], (5, 6, 7, 8), slot=2)
+        uids = box.uids
+    joined = " ".join(cmd)
+    assert cmd[0] == "prlimit" and f"--as={2 << 30}" in cmd and "--core=0" in cmd
+    flags = [
+        "--unshare-pid",
+        "--unshare-net",
+        "--unshare-ipc",
+        "--unshare-uts",
+        "--die-with-parent",
+        "--clearenv",
+        "--remount-ro /",
+        "--unshare-user --uid 65534 --gid 65534 --disable-userns",
+        f"--tmpfs {sandbox.WORK}",
+        f"--size {64 << 20} --tmpfs /tmp",
+        "-I -m coursework.runner",
+    ]
+    if os.geteuid() == 0:  # as on CI: a host uid per slot, no capabilities, then a user namespace
+        flags += [f"--reuid={uids[2]}", "--no-new-privs", "--bounding-set=-all", "--nproc=128"]
+        assert len(set(uids)) == 3 and min(uids) >= UID_BASE
+    for flag in flags:
+        assert flag in joined, flag
+    binds = [cmd[i + 1] for i, a in enumerate(cmd) if a == "--ro-bind"]
+    assert str(ROOT / "blrlib") in binds and str(ROOT / "coursework") in binds
+    assert not [b for b in binds if b in (str(ROOT), str(ROOT / "book"), str(ROOT / "tests"))]
+
+
+# ----------------------------------------------------------------------------- the planted class
+
+
+class Listeners:
+    """TCP, UDP, Unix (path and abstract) listeners on the host that record what arrives."""
+
+    def __init__(self, folder, token):
+        self.received, self.hosts = [], ["127.0.0.1"]
+        ip = _host_ip()
+        if ip:
+            self.hosts.append(ip)
+        self.tcp = socket.create_server(("0.0.0.0", 0))
+        self.udp = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+        self.udp.bind(("0.0.0.0", 0))
+        self.unix_path = str(folder / "host.sock")
+        self.unix = socket.socket(socket.AF_UNIX)
+        self.unix.bind(self.unix_path)
+        self.unix.listen()
+        self.abstract_name = f"cw-hostile-{token}"
+        self.abstract = socket.socket(socket.AF_UNIX)
+        self.abstract.bind("\0" + self.abstract_name)
+        self.abstract.listen()
+        self.stop = threading.Event()
+        self.thread = threading.Thread(target=self._serve, daemon=True)
+        self.thread.start()
+
+    def _serve(self):
+        sel = selectors.DefaultSelector()
+        for s in (self.tcp, self.unix, self.abstract):
+            sel.register(s, selectors.EVENT_READ, "accept")
+        sel.register(self.udp, selectors.EVENT_READ, "udp")
+        while not self.stop.is_set():
+            for key, _ in sel.select(0.2):
+                if key.data == "udp":
+                    self.received.append(("udp", key.fileobj.recv(65536)))
+                elif key.data == "accept":
+                    conn, _ = key.fileobj.accept()
+                    conn.settimeout(2)
+                    try:
+                        self.received.append(("stream", conn.recv(65536)))
+                    except OSError:
+                        self.received.append(("stream", b"<connected>"))
+                    conn.close()
+
+    def close(self):
+        self.stop.set()
+        self.thread.join()
+        for s in (self.tcp, self.udp, self.unix, self.abstract):
+            s.close()
+
+
+def _host_ip():
+    try:
+        with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
+            s.connect(("10.255.255.255", 1))  # no packet is sent
+            ip = s.getsockname()[0]
+    except OSError:
+        return None
+    return None if ip.startswith("127.") else ip
+
+
+def _snapshot(paths, content=True):
+    """{path: sha256 or (size, mtime)} of every file under ``paths``."""
+    out = {}
+    for root in paths:
+        root = pathlib.Path(root)
+        for dirpath, dirs, files in os.walk(root):
+            dirs[:] = [d for d in dirs if d not in ("__pycache__", ".pytest_cache")]
+            for f in files + [d for d in dirs if os.path.islink(os.path.join(dirpath, d))]:
+                p = os.path.join(dirpath, f)
+                st = os.lstat(p)
+                if stat.S_ISREG(st.st_mode) and content:
+                    with open(p, "rb") as fh:
+                        out[p] = hashlib.sha256(fh.read()).hexdigest()
+                else:
+                    out[p] = (stat.S_IFMT(st.st_mode), st.st_size, st.st_mtime_ns)
+    return out
+
+
+def _token_processes(token):
+    found = []
+    for pid in os.listdir("/proc"):
+        if pid.isdigit():
+            try:
+                with open(f"/proc/{pid}/cmdline", "rb") as fh:
+                    if token.encode() in fh.read():
+                        found.append(int(pid))
+            except OSError:
+                pass
+    return found
+
+
+def _uid_processes(uids):
+    return {uid: sandbox._uid_processes(uid) for uid in uids if sandbox._uid_processes(uid)}
+
+
+def _write(path, nb):
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(nb if isinstance(nb, str) else nbformat.writes(nb))
+
+
+LOGLIK = book.source(book.read(FX_A).cells[7])
+
+ATTACKS = {
+    name: attack
+    for name, attack in hostile_class.ATTACKS.items()
+    if CGROUPS or name not in hostile_class.NEEDS_CGROUPS
+}
+# student -> {chapter: (points of its exercises, in order)}; the controls and honest mistakes
+EXPECTED = {
+    "instructor": {"fx_a_sigmoid": (1, 3), "fx_b_gradient": (2,)},
+    "empty": {"fx_a_sigmoid": (0, 0)},
+    "victim": {"fx_a_sigmoid": (1, 3), "fx_b_gradient": (2,)},
+    "wrong": {"fx_a_sigmoid": (0, 0)},
+    "loops": {"fx_a_sigmoid": (0, 3)},
+    "syntax": {"fx_a_sigmoid": (0, 3)},
+    "megabytes": {"fx_a_sigmoid": (1, 0)},
+    "deleted": {"fx_a_sigmoid": (1, 0)},
+    "tampered": {"fx_a_sigmoid": (0, 0)},
+    "crash": {"fx_a_sigmoid": (0, 0)},
+    "garbage": {"fx_a_sigmoid": (0, 0)},
+    "hangs": {"fx_b_gradient": (0,)},
+    "nested": {"fx_a_sigmoid": (0, 0)},
+    "manycells": {"fx_a_sigmoid": (0, 0)},
+    "bloated": {"fx_a_sigmoid": (1, 3)},
+    "lone": {"fx_a_sigmoid": (0, 0)},
+    **{name: {"fx_a_sigmoid": attack[2]} for name, attack in ATTACKS.items()},
+}
+NOT_GRADED = ("linker", "alias", "hardlinker", "fifo", "renamed", "huge", "newline", "bytes", "junk")
+FORMULA = '=HYPERLINK("evil.example";"full marks")'  # a folder name a spreadsheet would run
+
+
+def _build_class(folder, ctx):
+    """The planted class: ``EXPECTED`` students plus files the intake must not grade."""
+    subs = pathlib.Path(ctx["subs"])
+    instructor = pathlib.Path(ctx["instructor"]) / "book"
+    (subs / "instructor").mkdir(parents=True)
+    shutil.copy(instructor / "fx_a_sigmoid.ipynb", subs / "instructor" / "fx_a_sigmoid.ipynb")
+    shutil.copy(instructor / "fx_b_gradient.ipynb", subs / "instructor" / "fx_b_gradient.ipynb")
+    _write(subs / "empty" / "fx_a_sigmoid.ipynb", student.student_notebook(FX_A))
+    _write(subs / "victim" / "fx_a_sigmoid.ipynb", _correct(FX_A))
+    _write(subs / "victim" / "fx_b_gradient.ipynb", _correct(FX_B))
+    answers = {
+        "wrong": {"ex-fx-zero-answer": "p0 = 0.4", "ex-fx-loglik-answer": hostile_class.WRONG_LOGLIK},
+        "loops": {"ex-fx-zero-answer": "while True:\n    pass", "ex-fx-loglik-answer": LOGLIK},
+        "syntax": {"ex-fx-zero-answer": "p0 = = 0.5", "ex-fx-loglik-answer": LOGLIK},
+        "megabytes": {"ex-fx-zero-answer": "for _ in range(40):\n    print('x' * 500_000)\np0 = 0.5"},
+        "crash": {"ex-fx-zero-answer": "import os\nos._exit(1)"},
+    }
+    for name, ans in answers.items():
+        _write(subs / name / "fx_a_sigmoid.ipynb", _student_with_answers(FX_A, ans))
+    nb = _correct(FX_A)
+    nb.cells = [
+        c
+        for c in nb.cells
+        if book.nbgrader_meta(c).get("grade_id") not in ("ex-fx-zero-check", "ex-fx-loglik-answer")
+    ]
+    _write(subs / "deleted" / "fx_a_sigmoid.ipynb", nb)
+    nb = _student_with_answers(FX_A, {"ex-fx-zero-answer": "p0 = 0.25"})
+    next(
+        c for c in nb.cells if book.nbgrader_meta(c).get("grade_id") == "ex-fx-zero-check"
+    ).source = "check_values = {'p0': 0.5}"
+    _write(subs / "tampered" / "fx_a_sigmoid.ipynb", nb)
+    _write(subs / "garbage" / "fx_a_sigmoid.ipynb", "this is not a notebook {")
+    _write(
+        subs / "hangs" / "fx_b_gradient.ipynb",
+        _student_with_answers(
+            FX_B,
+            {
+                "ex-fx-grad-answer": (
+                    "import signal, time\nsignal.signal(signal.SIGINT, signal.SIG_IGN)\n"
+                    "while True:\n    time.sleep(0.1)"
+                )
+            },
+        ),
+    )
+    _write(subs / "victim" / "99_not_a_chapter.ipynb", _correct(FX_B))
+    # the attacks
+    for name, (zero, loglik, _, _) in ATTACKS.items():
+        ans = {
+            "ex-fx-zero-answer": hostile_class.attack_cell(zero, ctx),
+            "ex-fx-loglik-answer": loglik or LOGLIK,
+        }
+        _write(subs / name / "fx_a_sigmoid.ipynb", _student_with_answers(FX_A, ans))
+    # what the intake must reject or ignore
+    (subs / "linker").mkdir()
+    os.symlink(instructor / "fx_a_sigmoid.ipynb", subs / "linker" / "fx_a_sigmoid.ipynb")
+    os.symlink(subs / "victim", subs / "alias")
+    (subs / "hardlinker").mkdir()
+    os.link(instructor / "fx_a_sigmoid.ipynb", subs / "hardlinker" / "fx_a_sigmoid.ipynb")
+    (subs / "fifo").mkdir()
+    os.mkfifo(subs / "fifo" / "fx_a_sigmoid.ipynb")
+    _write(subs / "renamed" / "fx_a_sigmoid.ipynb.txt", _correct(FX_A))
+    _write(subs / "renamed" / "FX_B_GRADIENT.IPYNB", _correct(FX_B))
+    _write(subs / "nested" / "fx_a_sigmoid.ipynb", '{"cells": ' + "[" * 300_000 + "]" * 300_000 + "}")
+    _write(subs / "huge" / "fx_a_sigmoid.ipynb", '{"cells": [], "x": "' + "y" * (MAX_NOTEBOOK + 10) + '"}')
+    nb = _correct(FX_A)
+    nb.cells = nb.cells + [nbformat.v4.new_code_cell("x = 1") for _ in range(grade.MAX_CELLS)]
+    _write(subs / "manycells" / "fx_a_sigmoid.ipynb", nb)
+    nb = _correct(FX_A)  # enormous outputs and metadata, right answers
+    nb.metadata["junk"] = ["m" * 1000] * 2000
+    nb.cells[1].outputs = [nbformat.v4.new_output("stream", text="o" * 5_000_000)]
+    nb.cells[1].metadata["junk"] = {"deep": [[["x"] * 10] * 10] * 100}
+    _write(subs / "bloated" / "fx_a_sigmoid.ipynb", nb)
+    # names and texts that used to stop the whole grading run (nothing graded, or no grades.csv
+    # written): a chapter name followed by a newline, names that are not UTF-8, a lone surrogate
+    _write(subs / "newline" / "fx_a_sigmoid.ipynb\n", _correct(FX_A))
+    (subs / "bytes").mkdir()
+    for raw in (b"fx_b_gradient\xff.ipynb", b"notes\xe9.txt"):
+        (subs / "bytes" / os.fsdecode(raw)).write_text(nbformat.writes(_correct(FX_B)))
+    _write(subs / os.fsdecode(b"caf\xe9") / "fx_a_sigmoid.ipynb", _correct(FX_A))
+    _write(subs / "rtl\u202ekcab" / "fx_a_sigmoid.ipynb", _correct(FX_A))
+    nb = json.loads(nbformat.writes(_student_with_answers(FX_A, {"ex-fx-zero-answer": "p0 = 0.5  # \ud800"})))
+    _write(subs / "lone" / "fx_a_sigmoid.ipynb", json.dumps(nb))  # JSON escapes it: "\\ud800"
+    _write(subs / FORMULA / "fx_a_sigmoid.ipynb", "not a notebook")
+    (subs / "junk").mkdir()
+    for i in range(grade.MAX_LISTED + 150):  # a zip of junk: rows for the first 100, then a count
+        (subs / "junk" / f"junk{i:04d}.txt").write_text("x")
+
+
+@pytest.fixture(scope="module")
+def graded(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("class")
+    token = f"tok{os.getpid()}x{time.monotonic_ns() % 10**9}"
+    shutil.copytree(FIXTURES, folder / "instructor")
+    (folder / "decoy").mkdir()
+    (folder / "decoy" / "grades.csv").write_text("DECOY\n")
+    (folder / "markers").mkdir()
+    out = folder / "grades"
+    os.symlink(folder / "decoy", out)  # planted before grading: must not be followed
+    net = Listeners(folder, token)
+    signals = []
+    old = signal.signal(signal.SIGUSR1, lambda *a: signals.append(a))
+    ctx = {
+        "token": token,
+        "instructor": str(folder / "instructor"),
+        "subs": str(folder / "submissions"),
+        "victim": str(folder / "submissions" / "victim" / "fx_a_sigmoid.ipynb"),
+        "out": str(out),
+        "decoy": str(folder / "decoy"),
+        "marker_dir": str(folder / "markers"),
+        "repo": str(ROOT),
+        "hosts": net.hosts,
+        "tcp_port": net.tcp.getsockname()[1],
+        "udp_port": net.udp.getsockname()[1],
+        "unix_path": net.unix_path,
+        "unix_abstract": net.abstract_name,
+        "grader_pid": os.getpid(),
+        "memory_target": 2 * LIMITS.notebook_memory_bytes,
+    }
+    _build_class(folder, ctx)
+    # a second grader, started while the first runs, with the same uid base (an instructor
+    # grading another course, or the test suite on the course server), and a notebook that
+    # trips the grader itself
+    second = folder / "second"
+    _write(second / "ada" / "fx_b_gradient.ipynb", _correct(FX_B))
+    _write(second / "trip" / "fx_b_gradient.ipynb", _student_with_answers(FX_B, {"ex-fx-grad-answer": "# TRIP"}))
+    watched = [
+        ROOT / "blrlib",
+        ROOT / "coursework",
+        ROOT / "book",
+        ROOT / "tests" / "fixtures",
+        folder / "instructor",
+        folder / "submissions",
+        folder / "decoy",
+        folder / "markers",
+    ]
+    before = _snapshot(watched)
+    venv_before = _snapshot([sys.prefix], content=False)
+    tmp_before = set(os.listdir("/tmp"))
+    real_merge, parallel = grade.merge, {}
+
+    def tripping_merge(source_nb, submitted):
+        if any(src == "# TRIP" for _, src, _ in submitted):
+            raise RuntimeError("a bug the notebook found in the grader")
+        return real_merge(source_nb, submitted)
+
+    def grade_second():
+        time.sleep(3)  # the first grader has claimed its uids and is running notebooks
+        try:
+            parallel["result"] = grade.grade_folder(
+                second, folder / "second-grades", root=folder / "instructor", limits=LIMITS, jobs=1
+            )
+        except Exception as exc:  # noqa: BLE001 - reported by the test
+            parallel["error"] = exc
+
+    t0 = time.monotonic()
+    grade.merge = tripping_merge
+    thread = threading.Thread(target=grade_second)
+    thread.start()
+    try:
+        result = grade.grade_folder(
+            folder / "submissions",
+            out,
+            root=folder / "instructor",
+            limits=LIMITS,
+            jobs=JOBS,
+            max_notebook_bytes=MAX_NOTEBOOK,
+        )
+        elapsed = time.monotonic() - t0
+        thread.join()
+        uids = result.isolation["uids"] + parallel["result"].isolation["uids"] if "result" in parallel else []
+        survivors = _token_processes(token), _uid_processes(uids)
+        grades_now = (out / "grades.csv").read_text()
+        time.sleep(1.0)  # a survivor would rewrite the grades meanwhile
+    finally:
+        thread.join()
+        grade.merge = real_merge
+        signal.signal(signal.SIGUSR1, old)
+        net.close()
+        for pid in _token_processes(token):  # clean up after a failure (the tests then fail)
+            os.kill(pid, signal.SIGKILL)
+    rows, text, tampered = result.rows, result.text, result.tampered
+    with open(out / "grades.csv") as fh:
+        table = list(csv.DictReader(fh))
+    print(f"\nplanted class graded in {elapsed:.0f} s:\n{text}")
+    return {
+        "rows": rows,
+        "text": text,
+        "table": table,
+        "elapsed": elapsed,
+        "out": out,
+        "folder": folder,
+        "tampered": tampered,
+        "before": before,
+        "after": _snapshot(watched),
+        "watched": watched,
+        "venv": (venv_before, _snapshot([sys.prefix], content=False)),
+        "survivors": survivors,
+        "grades_then": grades_now,
+        "signals": signals,
+        "received": net.received,
+        "token": token,
+        "tmp": (tmp_before, set(os.listdir("/tmp"))),
+        "isolation": result.isolation,
+        "uids": uids,
+        "parallel": parallel,
+    }
+
+
+def _points(graded, name, chapter):
+    return {
+        r["exercise"]: float(r["points"])
+        for r in graded["table"]
+        if r["student"] == name and r["chapter"] == chapter and r["exercise"] and r["points"] != ""
+    }
+
+
+def _row(graded, name, exercise, chapter="fx_a_sigmoid"):
+    return next(
+        r for r in graded["table"] if (r["student"], r["chapter"], r["exercise"]) == (name, chapter, exercise)
+    )
+
+
+@pytest.mark.parametrize("name", sorted(EXPECTED))
+def test_planted_scores(graded, name):
+    for chapter, pts in EXPECTED[name].items():
+        labels = [
+            e.label for e in book.exercises(book.read(FIXTURES / "book" / f"{chapter}.ipynb")) if e.coding
+        ]
+        assert _points(graded, name, chapter) == dict(zip(labels, map(float, pts))), (
+            name,
+            chapter,
+            [r for r in graded["table"] if r["student"] == name],
+        )
+
+
+@pytest.mark.parametrize("name", sorted(ATTACKS))
+def test_attack_scores_zero_and_says_why(graded, name):
+    _, _, (zero, loglik), reason = ATTACKS[name]
+    row = _row(graded, name, "ex-fx-zero")
+    assert float(row["points"]) == 0 and reason in row["error"], row
+
+
+def test_controls_and_honest_mistakes_are_reported(graded):
+    assert all(
+        r["error"] == ""
+        for r in graded["table"]
+        if r["student"] in ("instructor", "victim")
+        and r["points"] != ""
+        and r["chapter"] != "99_not_a_chapter"
+    )
+    assert _row(graded, "empty", "ex-fx-zero")["error"] == "unanswered (NotImplementedError)"
+    assert _row(graded, "empty", "ex-fx-loglik")["error"] == "unanswered (NotImplementedError)"
+    assert "AssertionError" in _row(graded, "wrong", "ex-fx-zero")["error"]
+    assert (
+        "the check cell ran, but check_values['hard'] differs"
+        in _row(graded, "wrong", "ex-fx-loglik")["error"]
+        or "AssertionError" in _row(graded, "wrong", "ex-fx-loglik")["error"]
+    )
+    assert "longer than" in _row(graded, "loops", "ex-fx-zero")["error"]
+    assert "SyntaxError" in _row(graded, "syntax", "ex-fx-zero")["error"]
+    assert "died" in _row(graded, "crash", "ex-fx-zero")["error"]
+    assert "died" in _row(graded, "crash", "ex-fx-loglik")["error"]
+    assert "unreadable notebook: not valid JSON" in _row(graded, "garbage", "ex-fx-zero")["error"]
+    hang = _row(graded, "hangs", "ex-fx-grad", "fx_b_gradient")["error"]
+    assert "longer than" in hang, hang
+    assert "deleted" in _row(graded, "deleted", "ex-fx-zero")["notes"]
+    assert "deleted" in _row(graded, "deleted", "ex-fx-loglik")["notes"]
+    assert "modified" in _row(graded, "tampered", "ex-fx-zero")["notes"]
+    assert "not a chapter of the book" in _row(graded, "victim", "", "99_not_a_chapter")["error"]
+    assert "unreadable notebook: nested too deeply" in _row(graded, "nested", "ex-fx-zero")["error"]
+    assert "more than 5000 cells" in _row(graded, "manycells", "ex-fx-zero")["error"]
+
+
+def test_files_that_are_not_graded_get_a_row(graded):
+    def err(name, chapter):
+        return _row(graded, name, "", chapter)["error"]
+
+    assert err("linker", "fx_a_sigmoid").startswith("rejected: 'fx_a_sigmoid.ipynb' is a symbolic link")
+    assert _row(graded, "alias", "", "")["error"] == "rejected: the student folder is a symbolic link"
+    assert "is a hard link" in err("hardlinker", "fx_a_sigmoid")
+    assert err("fifo", "fx_a_sigmoid") == "rejected: 'fx_a_sigmoid.ipynb' is a named pipe (FIFO)"
+    assert err("renamed", "fx_a_sigmoid.ipynb.txt").startswith("ignored:")
+    assert err("renamed", "FX_B_GRADIENT.IPYNB").startswith("ignored:")
+    assert "is larger than 8 MB" in err("huge", "fx_a_sigmoid")
+    for name in NOT_GRADED:
+        assert not [r for r in graded["table"] if r["student"] == name and r["exercise"]], name
+
+
+def test_pen_and_paper_exercises_are_listed_for_grading_by_hand(graded):
+    rows = [r for r in graded["table"] if r["exercise"] == "ex-fx-paper"]
+    assert rows and all(
+        r["points"] == "" and r["max_points"] == "2" and "graded by hand" in r["notes"] for r in rows
+    )
+    text = (graded["out"] / "by_hand.md").read_text()
+    assert "## instructor, fx_a_sigmoid, ex-fx-paper (2 points)" in text
+    assert "Marking guide" in text  # the instructor's own notebook holds the guide
+    assert "## empty, fx_a_sigmoid, ex-fx-paper (2 points)\n\n(no answer)" in text
+
+
+def test_no_file_outside_the_grades_changed(graded):
+    before, after = graded["before"], graded["after"]
+    changed = sorted(p for p in set(before) | set(after) if before.get(p) != after.get(p))
+    assert changed == [], changed
+    assert graded["venv"][0] == graded["venv"][1]
+    new_tmp = [n for n in graded["tmp"][1] - graded["tmp"][0] if graded["token"] in n]
+    assert new_tmp == []
+    assert not graded["tampered"] and "WARNING" not in graded["text"]
+    out = graded["out"]
+    assert out.is_dir() and not out.is_symlink()
+    assert sorted(os.listdir(out)) == ["by_hand.md", "grades.csv", "hashes.csv", "summary.txt"]
+    assert (graded["folder"] / "decoy" / "grades.csv").read_text() == "DECOY\n"
+    moved = [p for p in graded["folder"].iterdir() if p.name.startswith("grades.previous-")]
+    assert len(moved) == 1 and moved[0].is_symlink()
+    assert graded["grades_then"] == (out / "grades.csv").read_text()
+
+
+def test_other_students_files_unchanged(graded):
+    hashes = {row[0]: row[1] for row in csv.reader((graded["out"] / "hashes.csv").read_text().splitlines())}
+    subs = graded["folder"] / "submissions"
+    for name in ("victim", "instructor", "empty"):
+        for f in (subs / name).iterdir():
+            if f.name.endswith(".ipynb") and f.stem != "99_not_a_chapter":
+                assert hashes[f"submission {name}/{f.name}"] == hashlib.sha256(f.read_bytes()).hexdigest()
+    assert "changed while it was being graded" not in (graded["out"] / "grades.csv").read_text()
+
+
+def test_nothing_left_running(graded):
+    token_procs, uid_procs = graded["survivors"]
+    assert token_procs == [] and uid_procs == {}
+    assert _token_processes(graded["token"]) == [] and _uid_processes(graded["uids"]) == {}
+    assert len(set(graded["uids"])) == JOBS + 1  # the two graders never shared a uid
+    assert not [d for d in graded["isolation"]["cgroups"] if os.path.exists(d)]  # removed
+
+
+def test_names_and_texts_that_used_to_stop_grading(graded):
+    """Each of these made the grader raise for the whole class before: a KeyError (a chapter
+    name with a newline after it matched the chapter pattern), a UnicodeEncodeError when
+    writing grades.csv (file and folder names that are not UTF-8) or when running the merged
+    notebook (a lone surrogate, valid JSON)."""
+    assert _row(graded, "newline", "", "fx_a_sigmoid.ipynb\\n")["error"].startswith(
+        "rejected: 'fx_a_sigmoid.ipynb\\n' has characters that are not printable"
+    )
+    assert _row(graded, "bytes", "", "fx_b_gradient\\xff")["error"].startswith("rejected:")
+    for folder in ("caf\\xe9", "rtl\\u202ekcab"):
+        row = _row(graded, folder, "", "")
+        assert row["error"].startswith("rejected: the student folder has characters that are not printable")
+    lone = _row(graded, "lone", "ex-fx-zero")["error"]
+    assert lone == "unreadable notebook: a cell holds text that is not valid Unicode (a lone surrogate)"
+    junk = [r for r in graded["table"] if r["student"] == "junk"]
+    assert len(junk) == grade.MAX_LISTED + 1
+    more = "ignored: 150 more entries that are not chapter notebooks (not listed one by one)"
+    assert [r["error"] for r in junk].count(more) == 1
+    # a folder named like a spreadsheet formula is written as text (a leading quote)
+    formula = [r for r in graded["table"] if "HYPERLINK" in r["student"]]
+    assert formula and all(r["student"] == "'" + FORMULA for r in formula)
+    # the kernel's error text cannot move the terminal's cursor or hide in the file
+    for name in ("grades.csv", "summary.txt", "by_hand.md", "hashes.csv"):
+        text = (graded["out"] / name).read_bytes().decode("utf-8")  # valid UTF-8
+        assert not [c for c in text if not c.isprintable() and c != "\n"], name
+    assert "\\x1b[2J\\x1b[H\\x1b[32mall 12 / 12 points" in _row(graded, "screamer", "ex-fx-zero")["error"]
+    assert "unexpected keys '\\udcff\\x1b[31m\\n=1+1'" in _row(graded, "screamer", "ex-fx-loglik")["error"]
+
+
+def test_a_second_grader_at_the_same_time(graded):
+    """Two graders on one machine (a second course, or the test suite on the course server):
+    each claims its own sandbox uids, so neither kills the other's notebooks (the first
+    grader's scores are checked by test_planted_scores); a notebook that trips the grader
+    itself costs its student the points, not the class its grading."""
+    assert "error" not in graded["parallel"], graded["parallel"]
+    second = graded["parallel"]["result"]
+    assert not set(second.isolation["uids"]) & set(graded["isolation"]["uids"])
+    points = {(r.student, r.exercise): (r.points, r.error) for r in second.rows if r.exercise}
+    assert points[("ada", "ex-fx-grad")] == (2.0, "")
+    assert points[("trip", "ex-fx-grad")] == (
+        0.0,
+        "not graded: the grader failed on this notebook (RuntimeError: a bug the notebook found in the grader)",
+    )
+
+
+@pytest.mark.skipif(not CGROUPS, reason="no memory control group here (not root, or no writable cgroup)")
+def test_memory_of_a_notebook_is_bounded(graded):
+    """memfd files and System V segments are in no process's address space: only the slot's
+    control group stops them (the attack 'memhog' scores 0 and says why)."""
+    assert "memory 1024 MiB per notebook (all its processes" in graded["text"]
+    row = _row(graded, "memhog", "ex-fx-zero")
+    assert "the notebook went over its memory limit of 1024 MiB" in row["error"], row
+
+
+def test_values_far_too_large_are_refused_unparsed():
+    chapter = grade.load_chapters(FIXTURES, "_toc.yml")["fx_a_sigmoid"]
+    e = chapter.coding[0]
+    chapter.expected[e.label] = values.loads(values.dumps({"p0": 0.5}))
+    assert grade._compare(chapter, e, {"values": values.dumps({"p0": 0.5})}) == ""
+    huge = {"values": values.dumps({"p0": [0.5] * 100_000})}
+    assert grade._compare(chapter, e, huge).startswith("check: check_values is far larger than")
+
+
+def test_cgroup_hierarchies_are_read_from_proc(tmp_path):
+    """cgroup v1 (one hierarchy per controller, as here in a VM) and v2 (unified, the grader
+    in a systemd scope or a container's namespace) are both found, with the grader's own
+    cgroup as a directory."""
+    (tmp_path / "v2").mkdir()
+    (tmp_path / "v2" / "cgroup.controllers").write_text("cpuset cpu io memory pids\n")
+    mountinfo = tmp_path / "mountinfo"
+    mountinfo.write_text(
+        "31 23 0:28 / /sys/fs/cgroup rw - tmpfs tmpfs rw\n"
+        "35 31 0:32 / /sys/fs/cgroup/memory rw,relatime - cgroup cgroup rw,memory\n"
+        "32 31 0:29 / /sys/fs/cgroup/cpu,cpuacct rw,relatime - cgroup cgroup rw,cpu,cpuacct\n"
+        f"41 31 0:38 / {tmp_path}/v2 rw,relatime - cgroup2 cgroup2 rw\n"
+    )
+    own = tmp_path / "cgroup"
+    own.write_text("4:memory:/process_api/abc\n1:cpu,cpuacct:/\n0::/user.slice/session-1.scope\n")
+    found = {(h.version, h.mount): h for h in cgroup.hierarchies(str(mountinfo), str(own))}
+    assert found[(1, "/sys/fs/cgroup/memory")].own == "/sys/fs/cgroup/memory/process_api/abc"
+    assert found[(1, "/sys/fs/cgroup/cpu,cpuacct")].controllers == {"cpu", "cpuacct"}
+    v2 = found[(2, str(tmp_path / "v2"))]
+    assert v2.controllers >= {"memory", "cpu"} and v2.own == str(tmp_path / "v2" / "user.slice/session-1.scope")
+    assert cgroup._unescape("/a\\040b") == "/a b"
+
+
+def test_nothing_received_on_the_network_and_no_signal(graded):
+    assert graded["received"] == []
+    assert graded["signals"] == []
+
+
+def test_grade_files_and_summary(graded):
+    table, text = graded["table"], graded["text"]
+    assert list(table[0]) == grade.FIELDS
+    assert (graded["out"] / "summary.txt").read_text() == text
+    students = {r["student"] for r in table if r["student"]}
+    assert students >= set(EXPECTED) | set(NOT_GRADED)
+    n = sum(len(chapters) for chapters in EXPECTED.values()) + 1  # + FORMULA's unreadable one
+    assert text.startswith(f"graded {n} notebooks of {len(students)} students\n"), text[:200]
+    assert "isolation: bubblewrap sandbox: uid 65534 in new user/mount/PID/network namespaces" in text
+    hashes = (graded["out"] / "hashes.csv").read_text()
+    assert (
+        "chapter fx_a_sigmoid," in hashes
+        and "package blrlib," in hashes
+        and "submission victim/fx_a_sigmoid.ipynb," in hashes
+    )
+
+
+def test_grading_is_bounded_in_time(graded):
+    # about 40 notebooks on JOBS cores; one (stopper) runs into its hard limit of 25 + 5 s
+    assert graded["elapsed"] < 300, graded["elapsed"]
+
+
+# ---------------------------------------------------------------- the same attacks without the sandbox
+
+
+def test_without_the_sandbox_the_attacks_succeed(tmp_path):
+    """The counter-test: ``--unsafe-no-sandbox`` lets a reader find the solutions, a writer
+    overwrite another student's notebook and the instructor's chapter, and a student reach the
+    network; the grader also notices the chapter it trusts changed on disk (and grades with the
+    copy it read at the start)."""
+    shutil.copytree(FIXTURES, tmp_path / "instructor")
+    (tmp_path / "decoy").mkdir()
+    (tmp_path / "markers").mkdir()
+    net = Listeners(tmp_path, "unsafe")
+    subs = tmp_path / "subs"
+    out = tmp_path / "grades"
+    ctx = {
+        "token": "unsafe",
+        "instructor": str(tmp_path / "instructor"),
+        "subs": str(subs),
+        "victim": str(subs / "victim" / "fx_a_sigmoid.ipynb"),
+        "out": str(out),
+        "decoy": str(tmp_path / "decoy"),
+        "marker_dir": str(tmp_path / "markers"),
+        "repo": str(tmp_path / "instructor"),
+        "hosts": ["127.0.0.1"],
+        "tcp_port": net.tcp.getsockname()[1],
+        "udp_port": net.udp.getsockname()[1],
+        "unix_path": net.unix_path,
+        "unix_abstract": net.abstract_name,
+        "grader_pid": -1,
+    }
+    for name in ("reader", "network", "writer"):
+        code = hostile_class.ATTACKS[name][0]
+        _write(
+            subs / name / "fx_a_sigmoid.ipynb",
+            _student_with_answers(
+                FX_A,
+                {"ex-fx-zero-answer": hostile_class.attack_cell(code, ctx), "ex-fx-loglik-answer": LOGLIK},
+            ),
+        )
+    _write(subs / "victim" / "fx_a_sigmoid.ipynb", _correct(FX_A))
+    try:
+        rows, text, tampered, _, _ = grade.grade_folder(
+            subs, out, root=tmp_path / "instructor", limits=LIMITS, jobs=1, unsafe=True
+        )
+    finally:
+        net.close()
+    table = {(r.student, r.exercise): r.points for r in rows}
+    assert table[("reader", "ex-fx-zero")] == 1 and table[("network", "ex-fx-zero")] == 1
+    assert table[("writer", "ex-fx-zero")] == 1
+    assert any(b"unsafe stolen" in data for _, data in net.received)
+    assert "NO SANDBOX" in text and "WARNING: graded WITHOUT the sandbox" in text
+    # the writer ran before or after the victim: graded from the copy read at the start
+    assert table[("victim", "ex-fx-zero")] == 1 and table[("victim", "ex-fx-loglik")] == 3
+    assert "submissions that changed while they were graded: victim/fx_a_sigmoid.ipynb" in text
+    assert tampered and "WARNING: chapter fx_a_sigmoid changed during grading" in text
