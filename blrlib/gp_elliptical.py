@@ -5,15 +5,15 @@ Book: chapter 11.  Laplace's method and EP replace the posterior
 by a Gaussian; sampling it measures how good that is.  Elliptical slice sampling
 (Murray, Adams & MacKay 2010) suits a Gaussian prior times any likelihood and has no
 step size to tune.  From the current :math:`\mathbf f` it draws an auxiliary
-:math:`\boldsymbol\nu \sim \mathcal N(0, K)` and a level :math:`\log L(\mathbf f) + \log u`,
-:math:`u \sim U(0, 1)`, for the log-likelihood :math:`\log L(\mathbf f) = \sum_n \log\sigma(s_n f_n)`,
+:math:`\boldsymbol\nu \sim \mathcal N(0, K)` and a level :math:`\log p(\mathbf y \mid \mathbf f) + \log u`,
+:math:`u \sim U(0, 1)`, for the log-likelihood :math:`\log p(\mathbf y \mid \mathbf f) = \sum_n \log\sigma(s_n f_n)`,
 and moves along the ellipse
 
 .. math:: \mathbf f' = \mathbf f \cos\eta + \boldsymbol\nu \sin\eta,
 
 which passes through :math:`\mathbf f` (at the angle :math:`\eta = 0`) and on which the prior
 density of the pair is constant: it proposes a random angle, and shrinks the bracket
-of angles towards 0 until :math:`\log L(\mathbf f')` is above the level.  Each update leaves the
+of angles towards 0 until :math:`\log p(\mathbf y \mid \mathbf f')` is above the level.  Each update leaves the
 posterior invariant and always moves.
 
 The predictive (:func:`gpc_predict_samples`) conditions :math:`f_*` on each draw of
