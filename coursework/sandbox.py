@@ -580,8 +580,19 @@ class Sandbox:
                 ]
                 + py
             )
+        # Not root: every sandbox runs as the grader's own uid, and RLIMIT_NPROC counts all of
+        # that uid's processes on the host, the neighbours' too, so a fork bomb in one sandbox
+        # kept the kernel of the next from starting.  Since Linux 5.14 the limit is checked at
+        # each user namespace level: the limit of the task against its own namespace's count
+        # (this sandbox alone), the creator's limit against the counts above.  So bubblewrap
+        # gets room for every sandbox, and the runner inside gets the sandbox's own limit.
+        if _nproc_per_userns():
+            outer = _count_own() + self.limits.processes * (self.slots + 1)
+            inner = ["prlimit", f"--nproc={self.limits.processes}", "--"]
+        else:
+            outer, inner = _count_own() + self.limits.processes, []
         return (
-            _prlimit(self.limits, self.limits.processes + _count_own())
+            _prlimit(self.limits, outer)
             + [
                 "bwrap",
                 "--unshare-user",
@@ -593,6 +604,7 @@ class Sandbox:
             ]
             + common
             + ["--"]
+            + inner
             + py
         )
 
@@ -688,6 +700,19 @@ class Sandbox:
             problem = f"{problem}; {said}" if problem else None
             return Run(records, problem, time.monotonic() - t0, stderr, said)
         return Run(records, problem, time.monotonic() - t0, stderr)
+
+
+def _nproc_per_userns(release=None):
+    """Whether RLIMIT_NPROC is counted per user namespace (Linux 5.14 and later).
+
+    >>> _nproc_per_userns("5.13.0-52-generic"), _nproc_per_userns("6.1.0-18-amd64")
+    (False, True)
+    """
+    try:
+        major, minor = (int(x) for x in (release or os.uname().release).split(".")[:2])
+    except ValueError:
+        return False
+    return (major, minor) >= (5, 14)
 
 
 def _count_own():

@@ -356,8 +356,12 @@ try:
     hit.append("setuid")
 except OSError:
     pass
-if os.path.exists("/proc/1/root/work") or os.path.exists("/proc/1/root/etc/passwd"):
-    hit.append("/proc/1/root")
+try:   # pid 1's root is the host's, not the sandbox's own (as a non-root grader, pid 1 is ours)
+    other, own = os.stat("/proc/1/root"), os.stat("/")
+    if (other.st_dev, other.st_ino) != (own.st_dev, own.st_ino) or os.path.exists("/proc/1/root/etc/passwd"):
+        hit.append("/proc/1/root")
+except OSError:
+    pass
 p0 = 0.5 if hit else 0.4
 """
 
