@@ -160,9 +160,11 @@ def _system_mounts():
     return args
 
 
-def _mounts(limits, notebook_fd, name, seeds=()):
+def _mounts(limits, seeds=()):
     """bubblewrap's arguments for the file system; ``seeds`` are ``(fd, path)`` of files copied
-    into the sandbox's /tmp (the matplotlib font cache)."""
+    into the sandbox's /tmp (the matplotlib font cache).  The notebook itself is no file in
+    there: the runner reads it from a descriptor, so the kernel cannot read the check cells'
+    code ahead of their turn."""
     args = _system_mounts()
     made = set()
     for path in read_only_paths():
@@ -189,11 +191,6 @@ def _mounts(limits, notebook_fd, name, seeds=()):
         str(limits.disk_bytes),
         "--tmpfs",
         WORK,
-        "--perms",
-        "0644",
-        "--file",
-        str(notebook_fd),
-        f"{WORK}/{name}",
     ]
     for folder in sorted({os.path.dirname(path) for _, path in seeds}):
         args += ["--perms", "1777", "--dir", folder]
@@ -397,6 +394,12 @@ class Sandbox:
     def __exit__(self, *exc):
         self.close()
 
+    def __del__(self):  # a safety net for callers without ``with``
+        try:
+            self.close()
+        except Exception:  # noqa: BLE001 - at interpreter exit modules may be gone
+            pass
+
     def close(self):
         """Remove the control groups (killing what is left in them) and release the uids."""
         for group in self.groups or ():
@@ -525,6 +528,8 @@ class Sandbox:
             "-m",
             "coursework.runner",
             f"{workdir or WORK}/{name}",
+            "--notebook-fd",
+            str(nb_fd),
             "--results-fd",
             str(res_fd),
             "--key-fd",
@@ -546,7 +551,7 @@ class Sandbox:
         ]
         for key, value in sandbox_env(self.threads).items():
             common += ["--setenv", key, value]
-        common += _mounts(self.limits, nb_fd, name, seeds)
+        common += _mounts(self.limits, seeds)
         if self.root:
             uid = str(self.uid(slot))
             return (
@@ -636,7 +641,6 @@ class Sandbox:
             os.lseek(nb_fd, 0, os.SEEK_SET)
             if self.unsafe:
                 workdir = tempfile.mkdtemp(prefix="cw-unsafe-")
-                pathlib.Path(workdir, name).write_bytes(notebook)
                 os.makedirs(os.path.join(workdir, ".tmp", "matplotlib"))
                 for fname, data in self.seeds.items():
                     pathlib.Path(workdir, ".tmp", "matplotlib", fname).write_bytes(data)

@@ -1054,6 +1054,18 @@ def test_names_and_texts_that_used_to_stop_grading(graded):
     assert "unexpected keys '\\udcff\\x1b[31m\\n=1+1'" in _row(graded, "screamer", "ex-fx-loglik")["error"]
 
 
+def test_a_kernel_cannot_copy_the_references_of_the_checks(graded):
+    """'copycat' disables the assertions and, after each check cell, swaps into check_values the
+    references its assertions compared with (blrlib's values, which ex-fx-loglik's check cell
+    computes in the kernel).  Read after the whole cell, check_values then held the
+    instructor's numbers: 3 of 3 points for an answer returning garbage.  The runner reads it
+    right after the statement that assigns it, before the assertions run; and the notebook is
+    no file the kernel could read the check cells from ahead of their turn."""
+    row = _row(graded, "copycat", "ex-fx-loglik")
+    assert float(row["points"]) == 0 and "check_values['hard'] differs" in row["error"], row
+    assert "differs" in _row(graded, "copycat", "ex-fx-zero")["error"]  # no notebook to read
+
+
 def test_a_second_grader_at_the_same_time(graded):
     """Two graders on one machine (a second course, or the test suite on the course server):
     each claims its own sandbox uids, so neither kills the other's notebooks (the first
