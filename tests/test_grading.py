@@ -463,6 +463,19 @@ def test_grading_stops_without_a_sandbox(tmp_path, monkeypatch):
     assert not (tmp_path / "out").exists()
 
 
+def test_only_the_chapters_asked_for_are_graded(tmp_path):
+    (tmp_path / "subs" / "ada").mkdir(parents=True)
+    nbformat.write(_correct(FX_A), str(tmp_path / "subs" / "ada" / "fx_a_sigmoid.ipynb"))
+    with pytest.raises(grade.GradingError, match="not chapters of the book: 05_laplace"):
+        grade.grade_folder(tmp_path / "subs", tmp_path / "out", root=FIXTURES, chapters_to_grade=["05_laplace"])
+    result = grade.grade_folder(
+        tmp_path / "subs", tmp_path / "out", root=FIXTURES, limits=LIMITS, jobs=1, chapters_to_grade=["fx_b_gradient"]
+    )
+    assert [(r.student, r.chapter, r.exercise, r.error) for r in result.rows] == [
+        ("ada", "fx_a_sigmoid", "", "ignored: not among the chapters graded this time (--chapters)")
+    ]
+
+
 def test_cli_refuses_to_grade_without_bubblewrap(tmp_path):
     (tmp_path / "subs" / "ada").mkdir(parents=True)
     env = dict(os.environ, PATH=str(tmp_path))  # no bwrap, prlimit or setpriv on PATH
