@@ -165,16 +165,10 @@ def _mounts(limits, seeds=()):
     into the sandbox's /tmp (the matplotlib font cache).  The notebook itself is no file in
     there: the runner reads it from a descriptor, so the kernel cannot read the check cells'
     code ahead of their turn."""
-    args = _system_mounts()
-    made = set()
-    for path in read_only_paths():
-        parents = pathlib.PurePosixPath(path).parents
-        for parent in sorted((str(p) for p in parents if str(p) != "/"), key=len):
-            if parent not in made and not _under(parent, "/usr"):
-                made.add(parent)
-                args += ["--perms", "0755", "--dir", parent]
-        args += ["--ro-bind", path, path]
-    args += [
+    # The private /tmp and work directory come first: a later tmpfs would hide the environment
+    # when it lives under /tmp (a CI checkout in /tmp/..., say), as a bind under it is mounted
+    # before the tmpfs covers it.
+    args = _system_mounts() + [
         "--proc",
         "/proc",
         "--dev",
@@ -192,6 +186,14 @@ def _mounts(limits, seeds=()):
         "--tmpfs",
         WORK,
     ]
+    made = {"/tmp", WORK}
+    for path in read_only_paths():
+        parents = pathlib.PurePosixPath(path).parents
+        for parent in sorted((str(p) for p in parents if str(p) != "/"), key=len):
+            if parent not in made and not _under(parent, "/usr"):
+                made.add(parent)
+                args += ["--perms", "0755", "--dir", parent]
+        args += ["--ro-bind", path, path]
     for folder in sorted({os.path.dirname(path) for _, path in seeds}):
         args += ["--perms", "1777", "--dir", folder]
     for fd, path in seeds:

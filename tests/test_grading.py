@@ -529,6 +529,25 @@ def test_sandbox_command():
     assert not [b for b in binds if b in (str(ROOT), str(ROOT / "book"), str(ROOT / "tests"))]
 
 
+def test_sandbox_sees_an_environment_that_lives_under_tmp(tmp_path, monkeypatch):
+    """A checkout in /tmp (CI clones anywhere): the environment's read-only bind must not be
+    hidden by the sandbox's private /tmp (it was: 'bwrap: execvp .../.venv/bin/python')."""
+    env = tmp_path / "checkout" / ".venv"
+    env.mkdir(parents=True)
+    (env / "marker").write_text("inside\n")
+    secret = tmp_path / "checkout" / "book.txt"
+    secret.write_text("instructor only\n")
+    assert str(env).startswith("/tmp/")
+    monkeypatch.setattr(sandbox, "read_only_paths", lambda: [str(env)])
+    script = f"cat {env}/marker; cat {secret} 2>/dev/null || echo hidden; ls /tmp"
+    cmd = ["bwrap", "--unshare-user", "--unshare-pid"] + sandbox._mounts(LIMITS) + ["--", "/bin/sh", "-c", script]
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    lines = proc.stdout.split()
+    assert lines[:2] == ["inside", "hidden"], proc.stdout
+    assert lines[2:] == [str(tmp_path).split("/")[2]], proc.stdout  # only the bound path's top
+
+
 def test_sandbox_command_of_a_grader_that_is_not_root_limits_each_sandbox_apart():
     """Not root, every sandbox runs as the grader's uid; RLIMIT_NPROC counted all of them
     together, so a fork bomb beside an honest notebook kept its kernel from starting.  Since
