@@ -21,7 +21,11 @@ A grading run, in order:
    sandbox cannot be set up, unless ``--unsafe-no-sandbox`` is given.
 3. **Expected values.**  The instructor's notebook of every chapter that has submissions runs in
    the sandbox, before any student code; each check cell's ``check_values`` (see
-   :mod:`coursework.values`) is kept in this process as the expected values.
+   :mod:`coursework.values`) is kept in this process as the expected values.  Which chapters
+   run is up to the class (any student may hand in any chapter, ``--chapters`` restricts it),
+   so a chapter whose notebook does not follow the conventions or gives no usable values is not
+   graded (its rows say why, the summary warns, the exit status is 1) while the others are;
+   only when no chapter can be graded does grading stop.
 4. **Each submission** is merged as nbgrader's ``autograde`` does: check cells come from the
    instructor's notebook whatever the submission holds in their place, a deleted answer cell is
    replaced by the empty stub, a deleted check cell is put back after its answer (all reported);
@@ -83,6 +87,7 @@ class Result(typing.NamedTuple):
     # "students" (all submissions), "notebooks" (their count)
     isolation: dict  # "uids": the host uids the notebooks ran as (when root), "cgroups":
     # the control groups (directories) they ran in
+    not_graded: dict  # chapter -> why its instructor notebook could not grade it
 
 
 UNSAFE_WARNING = (
@@ -713,10 +718,13 @@ def grade_folder(
     uid_base=sandbox.DEFAULT_UID_BASE,
     max_notebook_bytes=20_000_000,
     log=None,
+    chapters_to_grade=None,
 ):
     """Grade every submission in ``folder`` against the chapters of ``root``/``toc``; write the
-    results to a fresh ``out_dir``; return a :class:`Result`.  Raises :class:`GradingError`
-    when grading cannot start (no sandbox, a broken instructor notebook, no folder)."""
+    results to a fresh ``out_dir``; return a :class:`Result`.  ``chapters_to_grade`` (names)
+    restricts grading to those chapters.  Raises :class:`GradingError` when grading cannot
+    start (no sandbox, no folder, an unknown chapter name, no instructor notebook that can
+    grade); an instructor notebook that cannot grade stops only its own chapter."""
     t0 = time.monotonic()
     log = log or (lambda text: None)
     folder, out_dir = pathlib.Path(folder), pathlib.Path(out_dir)
@@ -725,21 +733,36 @@ def grade_folder(
     chapters = load_chapters(root, toc)
     if not chapters:
         raise GradingError(f"no chapter notebooks in {pathlib.Path(root) / toc}")
+    only = None
+    if chapters_to_grade is not None:
+        only = set(chapters_to_grade)
+        unknown = sorted(only - set(chapters))
+        if unknown:
+            raise GradingError(f"not chapters of the book: {', '.join(unknown)} (chapters: {', '.join(chapters)})")
     trusted_before = source_hashes(chapters)
     with tempfile.TemporaryDirectory(prefix="cw-spool-") as spool:
         return _grade(folder, out_dir, root, chapters, trusted_before, spool, limits, jobs, unsafe,
-                      uid_base, max_notebook_bytes, log, t0)
+                      uid_base, max_notebook_bytes, log, t0, only)
 
 
 def _grade(folder, out_dir, root, chapters, trusted_before, spool, limits, jobs, unsafe, uid_base,
-           max_notebook_bytes, log, t0):
+           max_notebook_bytes, log, t0, only):
     subs, rows = intake(folder, chapters, max_notebook_bytes, spool)
+    if only is not None:  # the chapters the instructor grades this time; the rest get a row
+        skipped = [s for s in subs if s.chapter not in only]
+        subs = [s for s in subs if s.chapter in only]
+        rows += [
+            Row(s.student, s.chapter, "", 0.0, 0.0, "ignored: not among the chapters graded this time (--chapters)")
+            for s in skipped
+        ]
     used = {s.chapter: chapters[s.chapter] for s in subs}
-    problems = [p for c in used.values() for p in book.structure_problems(c.nb, c.path.name)]
-    if problems:
-        raise GradingError(
-            "the instructor's chapters do not follow the coursework conventions:\n  " + "\n  ".join(problems)
-        )
+    # A chapter the instructor's notebook cannot grade stops only that chapter: which chapters
+    # run is up to the class (a student may hand in any chapter of the book).
+    broken = {}
+    for c in used.values():
+        problems = book.structure_problems(c.nb, c.path.name)
+        if problems:
+            broken[c.name] = "it does not follow the coursework conventions: " + "; ".join(problems)
     jobs = max(1, jobs or min(8, os.cpu_count() or 1))
     if unsafe:
         log(f"WARNING: {UNSAFE_WARNING}")
@@ -750,10 +773,12 @@ def _grade(folder, out_dir, root, chapters, trusted_before, spool, limits, jobs,
             raise GradingError(str(exc)) from None
         if not box.groups:
             log(f"note: memory {box.memory_text()}")
-        return _run_all(box, folder, out_dir, chapters, used, subs, rows, trusted_before, limits, jobs, log, t0)
+        return _run_all(
+            box, folder, out_dir, chapters, used, broken, subs, rows, trusted_before, limits, jobs, log, t0
+        )
 
 
-def _run_all(box, folder, out_dir, chapters, used, subs, rows, trusted_before, limits, jobs, log, t0):
+def _run_all(box, folder, out_dir, chapters, used, broken, subs, rows, trusted_before, limits, jobs, log, t0):
     slots = queue.Queue()
     for k in range(jobs):
         slots.put(k)
@@ -772,6 +797,9 @@ def _run_all(box, folder, out_dir, chapters, used, subs, rows, trusted_before, l
 
     def run_student(k, sub):
         chapter = chapters[sub.chapter]
+        if chapter.name in broken:
+            why = f"not graded: the instructor's notebook of this chapter cannot grade ({broken[chapter.name]})"
+            return [Row(sub.student, chapter.name, e.label, 0.0, e.points, why) for e in chapter.coding], None, {}
         try:
             cells = sub.cells()
         except ValueError as exc:
@@ -797,13 +825,17 @@ def _run_all(box, folder, out_dir, chapters, used, subs, rows, trusted_before, l
         return score(chapter, nb, run, sub.student, notes), None, answers
 
     with concurrent.futures.ThreadPoolExecutor(jobs) as pool:
-        results = list(pool.map(lambda c: in_slot(run_instructor, c), used.values()))
-        problems = [p for probs in results for p in probs]
-        if problems:
+        runnable = [c for c in used.values() if c.name not in broken]
+        for c, problems in zip(runnable, pool.map(lambda c: in_slot(run_instructor, c), runnable)):
+            if problems:
+                broken[c.name] = "its check_values are not usable: " + "; ".join(problems)
+        if used and len(broken) == len(used):
             raise GradingError(
-                "the instructor's notebooks do not give usable check_values, so "
-                "nothing was graded:\n  " + "\n  ".join(problems)
+                "the instructor's notebooks give no usable check_values, so nothing was graded:\n  "
+                + "\n  ".join(f"{name}: {why}" for name, why in broken.items())
             )
+        for name, why in broken.items():
+            log(f"WARNING: chapter {name} is not graded: {why}")
         t_students = time.monotonic()
 
         def guarded(k, sub):
@@ -860,7 +892,7 @@ def _run_all(box, folder, out_dir, chapters, used, subs, rows, trusted_before, l
     trusted_after = source_hashes(chapters, reread=True)
     tampered = [k for k in trusted_before if trusted_before[k] != trusted_after.get(k)]
     rows.sort(key=lambda r: (r.student, r.chapter, r.exercise))
-    text = summary(rows, len(subs), box.describe(), tampered, changed, timing)
+    text = summary(rows, len(subs), box.describe(), tampered, changed, timing, broken)
     files = {
         "grades.csv": _csv(rows),
         "summary.txt": text,
@@ -869,7 +901,7 @@ def _run_all(box, folder, out_dir, chapters, used, subs, rows, trusted_before, l
     }
     write_fresh(out_dir, files)
     isolation = {"uids": list(box.uids or []), "cgroups": [d for g in box.groups or () for d in g.dirs]}
-    return Result(rows, text, tampered, timing, isolation)
+    return Result(rows, text, tampered, timing, isolation, broken)
 
 
 FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
@@ -924,7 +956,7 @@ def _by_hand(items):
     return "\n".join(lines) + "\n"
 
 
-def summary(rows, n_notebooks, sandbox_text, tampered=(), changed=(), timing=None):
+def summary(rows, n_notebooks, sandbox_text, tampered=(), changed=(), timing=None, broken=None):
     auto = [r for r in rows if r.points is not None]
     students = sorted({r.student for r in rows if r.student})
     lines = [f"graded {n_notebooks} notebooks of {len(students)} students"]
@@ -939,6 +971,8 @@ def summary(rows, n_notebooks, sandbox_text, tampered=(), changed=(), timing=Non
         )
     for t in tampered:
         lines.append(f"WARNING: {t} changed during grading; re-grade from a clean copy")
+    for name, why in (broken or {}).items():
+        lines.append(f"WARNING: chapter {name} was not graded, its notebook cannot grade: {why[:2000]}")
     for s in students:
         mine = [r for r in auto if r.student == s]
         pts, mx = sum(r.points for r in mine), sum(r.max_points for r in mine)
@@ -1078,6 +1112,11 @@ def main(argv=None):
         help="as root, notebooks run as host uids BASE, BASE+1, ... (one per job; default %(default)s)",
     )
     ap.add_argument(
+        "--chapters",
+        help="grade only these chapters (comma-separated names such as 05_laplace); notebooks "
+        "of other chapters get a row 'ignored: ...'",
+    )
+    ap.add_argument(
         "--unsafe-no-sandbox",
         action="store_true",
         help="run the notebooks WITHOUT the sandbox, with your permissions: only for trusted notebooks",
@@ -1105,13 +1144,14 @@ def main(argv=None):
             args.sandbox_uid_base,
             int(args.max_notebook_mb * 1e6),
             log=lambda line: print(line, file=sys.stderr, flush=True),
+            chapters_to_grade=[c for c in args.chapters.split(",") if c] if args.chapters else None,
         )
     except GradingError as exc:
         print(f"grading stopped: {exc}", file=sys.stderr)
         return 2
     sys.stdout.write(result.text)
     print(f"wrote {pathlib.Path(args.out) / 'grades.csv'} ({len(result.rows)} rows)")
-    return 1 if result.tampered else 0
+    return 1 if result.tampered or result.not_graded else 0
 
 
 if __name__ == "__main__":

@@ -160,19 +160,15 @@ def _system_mounts():
     return args
 
 
-def _mounts(limits, notebook_fd, name, seeds=()):
+def _mounts(limits, seeds=()):
     """bubblewrap's arguments for the file system; ``seeds`` are ``(fd, path)`` of files copied
-    into the sandbox's /tmp (the matplotlib font cache)."""
-    args = _system_mounts()
-    made = set()
-    for path in read_only_paths():
-        parents = pathlib.PurePosixPath(path).parents
-        for parent in sorted((str(p) for p in parents if str(p) != "/"), key=len):
-            if parent not in made and not _under(parent, "/usr"):
-                made.add(parent)
-                args += ["--perms", "0755", "--dir", parent]
-        args += ["--ro-bind", path, path]
-    args += [
+    into the sandbox's /tmp (the matplotlib font cache).  The notebook itself is no file in
+    there: the runner reads it from a descriptor, so the kernel cannot read the check cells'
+    code ahead of their turn."""
+    # The private /tmp and work directory come first: a later tmpfs would hide the environment
+    # when it lives under /tmp (a CI checkout in /tmp/..., say), as a bind under it is mounted
+    # before the tmpfs covers it.
+    args = _system_mounts() + [
         "--proc",
         "/proc",
         "--dev",
@@ -189,12 +185,15 @@ def _mounts(limits, notebook_fd, name, seeds=()):
         str(limits.disk_bytes),
         "--tmpfs",
         WORK,
-        "--perms",
-        "0644",
-        "--file",
-        str(notebook_fd),
-        f"{WORK}/{name}",
     ]
+    made = {"/tmp", WORK}
+    for path in read_only_paths():
+        parents = pathlib.PurePosixPath(path).parents
+        for parent in sorted((str(p) for p in parents if str(p) != "/"), key=len):
+            if parent not in made and not _under(parent, "/usr"):
+                made.add(parent)
+                args += ["--perms", "0755", "--dir", parent]
+        args += ["--ro-bind", path, path]
     for folder in sorted({os.path.dirname(path) for _, path in seeds}):
         args += ["--perms", "1777", "--dir", folder]
     for fd, path in seeds:
@@ -397,6 +396,12 @@ class Sandbox:
     def __exit__(self, *exc):
         self.close()
 
+    def __del__(self):  # a safety net for callers without ``with``
+        try:
+            self.close()
+        except Exception:  # noqa: BLE001 - at interpreter exit modules may be gone
+            pass
+
     def close(self):
         """Remove the control groups (killing what is left in them) and release the uids."""
         for group in self.groups or ():
@@ -525,6 +530,8 @@ class Sandbox:
             "-m",
             "coursework.runner",
             f"{workdir or WORK}/{name}",
+            "--notebook-fd",
+            str(nb_fd),
             "--results-fd",
             str(res_fd),
             "--key-fd",
@@ -546,7 +553,7 @@ class Sandbox:
         ]
         for key, value in sandbox_env(self.threads).items():
             common += ["--setenv", key, value]
-        common += _mounts(self.limits, nb_fd, name, seeds)
+        common += _mounts(self.limits, seeds)
         if self.root:
             uid = str(self.uid(slot))
             return (
@@ -580,8 +587,19 @@ class Sandbox:
                 ]
                 + py
             )
+        # Not root: every sandbox runs as the grader's own uid, and RLIMIT_NPROC counts all of
+        # that uid's processes on the host, the neighbours' too, so a fork bomb in one sandbox
+        # kept the kernel of the next from starting.  Since Linux 5.14 the limit is checked at
+        # each user namespace level: the limit of the task against its own namespace's count
+        # (this sandbox alone), the creator's limit against the counts above.  So bubblewrap
+        # gets room for every sandbox, and the runner inside gets the sandbox's own limit.
+        if _nproc_per_userns():
+            outer = _count_own() + self.limits.processes * (self.slots + 1)
+            inner = ["prlimit", f"--nproc={self.limits.processes}", "--"]
+        else:
+            outer, inner = _count_own() + self.limits.processes, []
         return (
-            _prlimit(self.limits, self.limits.processes + _count_own())
+            _prlimit(self.limits, outer)
             + [
                 "bwrap",
                 "--unshare-user",
@@ -593,6 +611,7 @@ class Sandbox:
             ]
             + common
             + ["--"]
+            + inner
             + py
         )
 
@@ -624,7 +643,6 @@ class Sandbox:
             os.lseek(nb_fd, 0, os.SEEK_SET)
             if self.unsafe:
                 workdir = tempfile.mkdtemp(prefix="cw-unsafe-")
-                pathlib.Path(workdir, name).write_bytes(notebook)
                 os.makedirs(os.path.join(workdir, ".tmp", "matplotlib"))
                 for fname, data in self.seeds.items():
                     pathlib.Path(workdir, ".tmp", "matplotlib", fname).write_bytes(data)
@@ -688,6 +706,19 @@ class Sandbox:
             problem = f"{problem}; {said}" if problem else None
             return Run(records, problem, time.monotonic() - t0, stderr, said)
         return Run(records, problem, time.monotonic() - t0, stderr)
+
+
+def _nproc_per_userns(release=None):
+    """Whether RLIMIT_NPROC is counted per user namespace (Linux 5.14 and later).
+
+    >>> _nproc_per_userns("5.13.0-52-generic"), _nproc_per_userns("6.1.0-18-amd64")
+    (False, True)
+    """
+    try:
+        major, minor = (int(x) for x in (release or os.uname().release).split(".")[:2])
+    except ValueError:
+        return False
+    return (major, minor) >= (5, 14)
 
 
 def _count_own():

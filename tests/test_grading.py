@@ -74,7 +74,7 @@ def test_values_doctests():
     """coursework/ is not among pytest's doctest paths; its examples run here."""
     import doctest
 
-    for module in (values, book, grade):
+    for module in (values, book, grade, sandbox):
         result = doctest.testmod(module, optionflags=doctest.ELLIPSIS)
         assert result.failed == 0, module.__name__
     assert doctest.testmod(values).attempted >= 1
@@ -353,6 +353,7 @@ def test_merge_restores_checks_and_keeps_nothing_but_sources():
             c.metadata["coursework"] = {"rtol": 1e9, "atol": 1e9}  # any answer within tolerance
         if c.cell_type == "code":
             c.outputs = [nbformat.v4.new_output("stream", text="y" * 1000)]
+    sub.metadata["kernelspec"] = {"name": "evil", "display_name": "x", "language": "python"}
     bonus = nbformat.v4.new_markdown_cell("My own exercise.")  # points of its own?
     bonus.metadata["nbgrader"] = {"grade": True, "solution": True, "grade_id": "bonus", "points": 100}
     sub.cells.append(bonus)
@@ -360,6 +361,7 @@ def test_merge_restores_checks_and_keeps_nothing_but_sources():
     src = book.read(FX_A)
     assert [e.label for e in book.exercises(nb)] == [e.label for e in book.exercises(src)]
     assert book.tolerances(nb.cells[4]) == (1e-6, 1e-9)  # the source's (its defaults)
+    assert nb.metadata == src.metadata  # the source's kernelspec (the runner names python3 anyway)
     by_id = {grade._gid(c): c for c in nb.cells if grade._gid(c)}
     assert book.source(by_id["ex-fx-zero-check"]) == book.source(src.cells[4])
     assert by_id["ex-fx-zero-check"].metadata == src.cells[4].metadata
@@ -461,6 +463,19 @@ def test_grading_stops_without_a_sandbox(tmp_path, monkeypatch):
     assert not (tmp_path / "out").exists()
 
 
+def test_only_the_chapters_asked_for_are_graded(tmp_path):
+    (tmp_path / "subs" / "ada").mkdir(parents=True)
+    nbformat.write(_correct(FX_A), str(tmp_path / "subs" / "ada" / "fx_a_sigmoid.ipynb"))
+    with pytest.raises(grade.GradingError, match="not chapters of the book: 05_laplace"):
+        grade.grade_folder(tmp_path / "subs", tmp_path / "out", root=FIXTURES, chapters_to_grade=["05_laplace"])
+    result = grade.grade_folder(
+        tmp_path / "subs", tmp_path / "out", root=FIXTURES, limits=LIMITS, jobs=1, chapters_to_grade=["fx_b_gradient"]
+    )
+    assert [(r.student, r.chapter, r.exercise, r.error) for r in result.rows] == [
+        ("ada", "fx_a_sigmoid", "", "ignored: not among the chapters graded this time (--chapters)")
+    ]
+
+
 def test_cli_refuses_to_grade_without_bubblewrap(tmp_path):
     (tmp_path / "subs" / "ada").mkdir(parents=True)
     env = dict(os.environ, PATH=str(tmp_path))  # no bwrap, prlimit or setpriv on PATH
@@ -512,6 +527,42 @@ def test_sandbox_command():
     binds = [cmd[i + 1] for i, a in enumerate(cmd) if a == "--ro-bind"]
     assert str(ROOT / "blrlib") in binds and str(ROOT / "coursework") in binds
     assert not [b for b in binds if b in (str(ROOT), str(ROOT / "book"), str(ROOT / "tests"))]
+
+
+def test_sandbox_sees_an_environment_that_lives_under_tmp(tmp_path, monkeypatch):
+    """A checkout in /tmp (CI clones anywhere): the environment's read-only bind must not be
+    hidden by the sandbox's private /tmp (it was: 'bwrap: execvp .../.venv/bin/python')."""
+    env = tmp_path / "checkout" / ".venv"
+    env.mkdir(parents=True)
+    (env / "marker").write_text("inside\n")
+    secret = tmp_path / "checkout" / "book.txt"
+    secret.write_text("instructor only\n")
+    assert str(env).startswith("/tmp/")
+    monkeypatch.setattr(sandbox, "read_only_paths", lambda: [str(env)])
+    script = f"cat {env}/marker; cat {secret} 2>/dev/null || echo hidden; ls /tmp"
+    cmd = ["bwrap", "--unshare-user", "--unshare-pid"] + sandbox._mounts(LIMITS) + ["--", "/bin/sh", "-c", script]
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    lines = proc.stdout.split()
+    assert lines[:2] == ["inside", "hidden"], proc.stdout
+    assert lines[2:] == [str(tmp_path).split("/")[2]], proc.stdout  # only the bound path's top
+
+
+def test_sandbox_command_of_a_grader_that_is_not_root_limits_each_sandbox_apart():
+    """Not root, every sandbox runs as the grader's uid; RLIMIT_NPROC counted all of them
+    together, so a fork bomb beside an honest notebook kept its kernel from starting.  Since
+    Linux 5.14 the limit is checked per user namespace: bubblewrap gets room for every sandbox,
+    the runner inside the sandbox's own limit (measured as an ordinary user: the honest
+    notebook then starts its processes while the bomb holds 126)."""
+    with sandbox.Sandbox(slots=4, limits=LIMITS) as box:
+        box.root = False
+        cmd = box.command("x.ipynb", [], (5, 6, 7, 8), slot=0)
+    outer = int(next(a for a in cmd if a.startswith("--nproc=")).split("=")[1])
+    assert cmd[0] == "prlimit" and outer >= 5 * LIMITS.processes
+    inner = cmd.index("--", cmd.index("--disable-userns"))
+    assert cmd[inner + 1 : inner + 4] == ["prlimit", f"--nproc={LIMITS.processes}", "--"]
+    assert cmd[inner + 4 :][:3] == [sys.executable, "-I", "-m"]
+    assert not sandbox._nproc_per_userns("5.13.0") and sandbox._nproc_per_userns("5.14.0")
 
 
 # ----------------------------------------------------------------------------- the planted class
@@ -734,6 +785,26 @@ def _build_class(folder, ctx):
         (subs / "junk" / f"junk{i:04d}.txt").write_text("x")
 
 
+def _book_with_broken_chapters(root):
+    """The fixture book and two more chapters: fx_c_failing, whose check fails with the
+    instructor's own answer, and fx_d_unconventional, whose check cell assigns no check_values."""
+    shutil.copytree(FIXTURES, root)
+    toc = (root / "_toc.yml").read_text()
+    (root / "_toc.yml").write_text(
+        toc + "      - file: book/fx_c_failing\n      - file: book/fx_d_unconventional\n"
+    )
+    for name, old, new in (
+        ("fx_c_failing", "assert np.shape(", "assert False, 'the check is wrong'\nassert np.shape("),
+        ("fx_d_unconventional", "check_values = {", "values = {"),
+    ):
+        nb = book.read(FX_B)
+        check = next(c for c in nb.cells if book.is_check(c))
+        assert old in check.source
+        check.source = check.source.replace(old, new)
+        nbformat.write(nb, str(root / "book" / f"{name}.ipynb"))
+    return root
+
+
 @pytest.fixture(scope="module")
 def graded(tmp_path_factory):
     folder = tmp_path_factory.mktemp("class")
@@ -768,9 +839,14 @@ def graded(tmp_path_factory):
     # a second grader, started while the first runs, with the same uid base (an instructor
     # grading another course, or the test suite on the course server), and a notebook that
     # trips the grader itself
-    second = folder / "second"
+    second, root2 = folder / "second", _book_with_broken_chapters(folder / "instructor2")
     _write(second / "ada" / "fx_b_gradient.ipynb", _correct(FX_B))
     _write(second / "trip" / "fx_b_gradient.ipynb", _student_with_answers(FX_B, {"ex-fx-grad-answer": "# TRIP"}))
+    # chapters nobody was asked to hand in, whose instructor notebook cannot grade: before, one
+    # such notebook handed in stopped the grading of the whole class
+    _write(second / "eve" / "fx_c_failing.ipynb", _correct(FX_B))
+    _write(second / "eve" / "fx_b_gradient.ipynb", _correct(FX_B))
+    _write(second / "mal" / "fx_d_unconventional.ipynb", _correct(FX_B))
     watched = [
         ROOT / "blrlib",
         ROOT / "coursework",
@@ -795,7 +871,7 @@ def graded(tmp_path_factory):
         time.sleep(3)  # the first grader has claimed its uids and is running notebooks
         try:
             parallel["result"] = grade.grade_folder(
-                second, folder / "second-grades", root=folder / "instructor", limits=LIMITS, jobs=1
+                second, folder / "second-grades", root=root2, limits=LIMITS, jobs=1
             )
         except Exception as exc:  # noqa: BLE001 - reported by the test
             parallel["error"] = exc
@@ -976,7 +1052,8 @@ def test_nothing_left_running(graded):
     token_procs, uid_procs = graded["survivors"]
     assert token_procs == [] and uid_procs == {}
     assert _token_processes(graded["token"]) == [] and _uid_processes(graded["uids"]) == {}
-    assert len(set(graded["uids"])) == JOBS + 1  # the two graders never shared a uid
+    if os.geteuid() == 0:  # else the notebooks run as the grader's own uid, mapped
+        assert len(set(graded["uids"])) == JOBS + 1  # the two graders never shared a uid
     assert not [d for d in graded["isolation"]["cgroups"] if os.path.exists(d)]  # removed
 
 
@@ -1009,6 +1086,18 @@ def test_names_and_texts_that_used_to_stop_grading(graded):
     assert "unexpected keys '\\udcff\\x1b[31m\\n=1+1'" in _row(graded, "screamer", "ex-fx-loglik")["error"]
 
 
+def test_a_kernel_cannot_copy_the_references_of_the_checks(graded):
+    """'copycat' disables the assertions and, after each check cell, swaps into check_values the
+    references its assertions compared with (blrlib's values, which ex-fx-loglik's check cell
+    computes in the kernel).  Read after the whole cell, check_values then held the
+    instructor's numbers: 3 of 3 points for an answer returning garbage.  The runner reads it
+    right after the statement that assigns it, before the assertions run; and the notebook is
+    no file the kernel could read the check cells from ahead of their turn."""
+    row = _row(graded, "copycat", "ex-fx-loglik")
+    assert float(row["points"]) == 0 and "check_values['hard'] differs" in row["error"], row
+    assert "differs" in _row(graded, "copycat", "ex-fx-zero")["error"]  # no notebook to read
+
+
 def test_a_second_grader_at_the_same_time(graded):
     """Two graders on one machine (a second course, or the test suite on the course server):
     each claims its own sandbox uids, so neither kills the other's notebooks (the first
@@ -1017,9 +1106,16 @@ def test_a_second_grader_at_the_same_time(graded):
     assert "error" not in graded["parallel"], graded["parallel"]
     second = graded["parallel"]["result"]
     assert not set(second.isolation["uids"]) & set(graded["isolation"]["uids"])
-    points = {(r.student, r.exercise): (r.points, r.error) for r in second.rows if r.exercise}
-    assert points[("ada", "ex-fx-grad")] == (2.0, "")
-    assert points[("trip", "ex-fx-grad")] == (
+    points = {(r.student, r.chapter, r.exercise): (r.points, r.error) for r in second.rows if r.exercise}
+    assert points[("ada", "fx_b_gradient", "ex-fx-grad")] == (2.0, "")
+    assert points[("eve", "fx_b_gradient", "ex-fx-grad")] == (2.0, "")
+    assert set(second.not_graded) == {"fx_c_failing", "fx_d_unconventional"}
+    failing = points[("eve", "fx_c_failing", "ex-fx-grad")]
+    assert failing[0] == 0 and "not graded: the instructor's notebook of this chapter cannot grade" in failing[1]
+    assert "AssertionError: the check is wrong" in failing[1]
+    assert "does not assign check_values" in points[("mal", "fx_d_unconventional", "ex-fx-grad")][1]
+    assert "WARNING: chapter fx_c_failing was not graded" in second.text
+    assert points[("trip", "fx_b_gradient", "ex-fx-grad")] == (
         0.0,
         "not graded: the grader failed on this notebook (RuntimeError: a bug the notebook found in the grader)",
     )
@@ -1134,7 +1230,7 @@ def test_without_the_sandbox_the_attacks_succeed(tmp_path):
         )
     _write(subs / "victim" / "fx_a_sigmoid.ipynb", _correct(FX_A))
     try:
-        rows, text, tampered, _, _ = grade.grade_folder(
+        rows, text, tampered, *_ = grade.grade_folder(
             subs, out, root=tmp_path / "instructor", limits=LIMITS, jobs=1, unsafe=True
         )
     finally:
