@@ -34,7 +34,13 @@ from scipy.special import expit, log_expit
 
 from ._gp_linalg import cho_solve_B, cholesky_B, log_det_B, symv
 from ._gp_lowrank import CG_MIN_N, CGNewtonSteps
-from ._validation import as_kernel_matrix, as_labels, as_vector, check_int, check_positive
+from ._validation import (
+    as_kernel_matrix,
+    as_labels,
+    as_vector,
+    check_int,
+    check_positive,
+)
 from .logistic import _curvature, _signs
 from .optimize import ConvergenceWarning
 

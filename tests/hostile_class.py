@@ -361,6 +361,45 @@ if os.path.exists("/proc/1/root/work") or os.path.exists("/proc/1/root/etc/passw
 p0 = 0.5 if hit else 0.4
 """
 
+MEMHOG = r"""
+import ctypes, os
+held = 0
+libc = ctypes.CDLL(None, use_errno=True)
+libc.shmat.restype = ctypes.c_void_p
+for _ in range(4):      # System V segments, detached again: no process's address space holds them
+    sid = libc.shmget(0, 128 << 20, 0o1600)
+    addr = libc.shmat(sid, None, 0) if sid >= 0 else None
+    if addr in (None, ctypes.c_void_p(-1).value):
+        break
+    ctypes.memset(addr, 1, 128 << 20)
+    libc.shmdt(ctypes.c_void_p(addr))
+    held += 128 << 20
+fds, chunk = [], b"\1" * (32 << 20)
+try:                    # then files in memory (memfd): 3 GiB through the per-process limit
+    while held < CTX["memory_target"]:
+        fd = os.memfd_create("hog")
+        os.write(fd, chunk)
+        fds.append(fd)
+        held += len(chunk)
+except OSError:
+    pass
+p0 = 0.5 if held >= CTX["memory_target"] else 0.4
+"""
+
+SCREAMER = r"""
+raise ValueError("\x1b[2J\x1b[H\x1b[32mall 12 / 12 points\x1b[0m \u202e =HYPERLINK(\"http://x\") \udcff")
+"""
+SCREAMER_LOGLIK = r"""
+def _extra_key(result):      # check_values with a key no text file can hold, nor a terminal show
+    ns = get_ipython().user_ns
+    if isinstance(ns.get("check_values"), dict) and "hard" in ns["check_values"]:
+        ns["check_values"]["\udcff\x1b[31m\n=1+1"] = 1.0
+get_ipython().events.register("post_run_cell", _extra_key)
+def my_log_likelihood(w, X, y):
+    a = X @ w
+    return float(np.sum(y * a - np.logaddexp(0.0, a)))
+"""
+
 ATTACKS = {
     # name: (zero answer, loglik answer or None, (zero, loglik) expected, error of ex-fx-zero)
     "reader": (READER, None, (0, 3), "AssertionError"),
@@ -380,7 +419,10 @@ ATTACKS = {
     "disk": (DISK, None, (0, 3), "AssertionError"),
     "forkbomb": (FORKBOMB, None, (0, 3), "AssertionError"),
     "escape": (ESCAPE, None, (0, 3), "AssertionError"),
+    "memhog": (MEMHOG, None, (0, 0), "went over its memory limit of"),
+    "screamer": (SCREAMER, SCREAMER_LOGLIK, (0, 0), "answer: ValueError: \\x1b[2J"),
 }
+NEEDS_CGROUPS = ("memhog",)  # without a memory control group this one fills the machine
 
 
 def attack_cell(code, ctx):
