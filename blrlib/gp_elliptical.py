@@ -5,15 +5,15 @@ Book: chapter 11.  Laplace's method and EP replace the posterior
 by a Gaussian; sampling it measures how good that is.  Elliptical slice sampling
 (Murray, Adams & MacKay 2010) suits a Gaussian prior times any likelihood and has no
 step size to tune.  From the current :math:`\mathbf f` it draws an auxiliary
-:math:`\boldsymbol\nu \sim \mathcal N(0, K)` and a level :math:`\log L(\mathbf f) + \log u`,
-:math:`u \sim U(0, 1)`, for the log-likelihood :math:`\log L(\mathbf f) = \sum_n \log\sigma(s_n f_n)`,
+:math:`\boldsymbol\nu \sim \mathcal N(0, K)` and a level :math:`\log p(\mathbf y \mid \mathbf f) + \log u`,
+:math:`u \sim U(0, 1)`, for the log-likelihood :math:`\log p(\mathbf y \mid \mathbf f) = \sum_n \log\sigma(s_n f_n)`,
 and moves along the ellipse
 
 .. math:: \mathbf f' = \mathbf f \cos\eta + \boldsymbol\nu \sin\eta,
 
 which passes through :math:`\mathbf f` (at the angle :math:`\eta = 0`) and on which the prior
 density of the pair is constant: it proposes a random angle, and shrinks the bracket
-of angles towards 0 until :math:`\log L(\mathbf f')` is above the level.  Each update leaves the
+of angles towards 0 until :math:`\log p(\mathbf y \mid \mathbf f')` is above the level.  Each update leaves the
 posterior invariant and always moves.
 
 The predictive (:func:`gpc_predict_samples`) conditions :math:`f_*` on each draw of
@@ -163,8 +163,9 @@ def gpc_elliptical_slice(K, y, *, n_samples=2000, n_warmup=500, n_chains=4, seed
     >>> samples = gpc_elliptical_slice(K, y, n_samples=1000, seed=1)
     >>> samples.f.shape, bool(np.all(samples.rhat < 1.05))
     ((4, 1000, 4), True)
-    >>> ep = gpc_ep(K, y)   # EP's means are within a few Monte Carlo errors of the truth
-    >>> bool(np.all(np.abs(samples.mean - ep.mean) < 4 * np.sqrt(samples.var / samples.ess)))
+    >>> ep = gpc_ep(K, y)   # EP's means lie within 4 Monte Carlo standard errors
+    >>> mcse = np.sqrt(samples.var / samples.ess)
+    >>> bool(np.all(np.abs(samples.mean - ep.mean) < 4 * mcse))
     True
     """
     K = as_kernel_matrix(K)
@@ -225,9 +226,12 @@ def gpc_predict_samples(samples, K, K_star, k_star_star):
     >>> K = rbf_kernel(X, variance=4.0)
     >>> samples = gpc_elliptical_slice(K, np.array([0, 0, 1, 1]), n_samples=500, seed=1)
     >>> X_new = np.array([[0.0], [1.5], [10.0]])
-    >>> pred = gpc_predict_samples(samples, K, rbf_kernel(X_new, X, variance=4.0), np.full(3, 4.0))
-    >>> bool(abs(pred.prob[0] - 0.5) < 0.05 and pred.prob[1] > 0.7), round(float(pred.prob[2]), 6)
-    (True, 0.5)
+    >>> K_star = rbf_kernel(X_new, X, variance=4.0)
+    >>> pred = gpc_predict_samples(samples, K, K_star, np.full(3, 4.0))
+    >>> bool(abs(pred.prob[0] - 0.5) < 0.05 and pred.prob[1] > 0.7)
+    True
+    >>> round(float(pred.prob[2]), 6)   # far from the data: the prior, N(0, 4)
+    0.5
     """
     if not isinstance(samples, GPCSamples):
         raise TypeError(f"samples must be a GPCSamples (from gpc_elliptical_slice), got {type(samples).__name__}")

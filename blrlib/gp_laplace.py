@@ -304,7 +304,7 @@ def gpc_laplace(K, y, max_iter=100, tol=1e-10, *, f0=None):
     (True, True)
     >>> round(fit.log_marginal_likelihood, 4)
     -2.483
-    >>> bool(np.allclose(fit.alpha, fit.grad_log_lik))   # alpha = K^-1 f_hat = y - p at the mode
+    >>> bool(np.allclose(fit.alpha, fit.grad_log_lik))   # K^-1 f_hat = y - p at the mode
     True
     """
     K = as_kernel_matrix(K)
