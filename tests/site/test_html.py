@@ -296,3 +296,28 @@ def test_one_search_field(html_dir, doc):
     """The sidebar's search field only: no second, empty one in a header bar above the page."""
     fields = _soup(html_dir, doc).select(".search-button-field")
     assert len(fields) == 1, f"{doc}: {len(fields)} search fields"
+
+
+# The measured numbers the introduction quotes, and the chapter that measures (and asserts) each.
+INTRO_MEASUREMENTS = {
+    "book/06_predictive": ["0.239", "0.209", "0.214", "20 000"],
+    "book/09_gp_classification": ["0.195", "0.16"],
+    "book/10_exact_posterior": ["all eight cases", "0.02 to 0.43 nats"],
+}
+
+
+def _text(soup):
+    return " ".join(_article(soup).get_text(" ").split())
+
+
+def test_intro_quotes_only_numbers_its_chapters_state(html_dir):
+    """issue 9: the introduction's claims about approximations are the chapters' measurements.
+    Each quoted number must appear on the introduction and on the chapter page that computes it
+    (where an assert cell pins it), so neither can drift from the other."""
+    intro = _text(_soup(html_dir, PAGES[0]))
+    assert "know what they do not know" not in intro
+    for doc, quoted in INTRO_MEASUREMENTS.items():
+        chapter = _text(_soup(html_dir, doc))
+        for q in quoted:
+            assert q in intro, f"the introduction no longer quotes {q!r} from {doc}"
+            assert q in chapter, f"{doc} no longer states {q!r}, which the introduction quotes"
