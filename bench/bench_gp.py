@@ -136,9 +136,12 @@ def main(n=1000, n_large=4000, repeats=3, repeats_large=1, threads=None, restart
     """Run the benchmark and print a markdown table; return the rows as dicts."""
     limits = contextlib.nullcontext()
     if threads is not None:
-        from threadpoolctl import threadpool_limits
+        import scipy.linalg  # noqa: F401  load every BLAS first: threadpoolctl limits only loaded ones
+        import sklearn.gaussian_process  # noqa: F401
 
-        limits = threadpool_limits(limits=threads)
+        import blrlib  # noqa: F401
+
+        limits = _threads(threads)
     rows = []
     with limits:
         for optimize in (True, False):

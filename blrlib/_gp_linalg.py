@@ -23,6 +23,16 @@ from scipy.linalg.blas import ddot, dsymv
 from scipy.linalg.lapack import dpotrf, dpotri
 
 
+def _is_diagonal(A):
+    """Whether the square A is diagonal, to the last bit.
+
+    The RBF kernel is, for a length scale far below the distances between inputs (which
+    the hyperparameter search may try): then the O(n^3) factorisations are skipped.  The
+    check costs one pass over A.
+    """
+    return np.count_nonzero(A) == np.count_nonzero(np.diag(A))
+
+
 def symv(K, v):
     """``K @ v`` for a symmetric K, by BLAS ``symv`` (one triangle read)."""
     if K.flags.f_contiguous:
@@ -43,6 +53,10 @@ def cholesky_B(K, s_sqrt, work=None):
     n = K.shape[0]
     if work is None:
         work = np.empty((n, n), order="F")
+    if _is_diagonal(K):  # then so are B and L, with L_nn = sqrt(B_nn), what potrf would compute
+        work.fill(0.0)
+        work.reshape(-1, order="F")[:: n + 1] = np.sqrt(1.0 + s_sqrt * np.diag(K) * s_sqrt)
+        return work
     B = work.T  # B is symmetric: writing it row-wise into the C-ordered view fills work with B
     np.multiply(K, s_sqrt[:, None], out=B)
     B *= s_sqrt[None, :]
@@ -75,6 +89,10 @@ def inverse_B(L, overwrite=False):
     n x n buffer that way.
     """
     overwrite = overwrite and L.flags.f_contiguous
+    if _is_diagonal(L):
+        B_inv = L if overwrite else np.array(L, order="F")
+        B_inv.reshape(-1, order="F")[:: L.shape[0] + 1] = 1.0 / np.diag(L) ** 2
+        return B_inv
     B_inv, info = dpotri(L, lower=1, overwrite_c=int(overwrite))
     if info != 0:  # pragma: no cover - L comes from a successful Cholesky factorisation
         raise np.linalg.LinAlgError(f"potri failed with info={info}")

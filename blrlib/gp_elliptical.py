@@ -5,15 +5,15 @@ Book: chapter 11.  Laplace's method and EP replace the posterior
 by a Gaussian; sampling it measures how good that is.  Elliptical slice sampling
 (Murray, Adams & MacKay 2010) suits a Gaussian prior times any likelihood and has no
 step size to tune.  From the current :math:`\mathbf f` it draws an auxiliary
-:math:`\boldsymbol\nu \sim \mathcal N(0, K)` and a log-likelihood level
-:math:`\log y = \log L(\mathbf f) + \log u`, :math:`u \sim U(0, 1)`, and moves along the
-ellipse
+:math:`\boldsymbol\nu \sim \mathcal N(0, K)` and a level :math:`\log p(\mathbf y \mid \mathbf f) + \log u`,
+:math:`u \sim U(0, 1)`, for the log-likelihood :math:`\log p(\mathbf y \mid \mathbf f) = \sum_n \log\sigma(s_n f_n)`,
+and moves along the ellipse
 
-.. math:: \mathbf f' = \mathbf f \cos\theta + \boldsymbol\nu \sin\theta,
+.. math:: \mathbf f' = \mathbf f \cos\eta + \boldsymbol\nu \sin\eta,
 
-which passes through :math:`\mathbf f` (at :math:`\theta = 0`) and on which the prior
+which passes through :math:`\mathbf f` (at the angle :math:`\eta = 0`) and on which the prior
 density of the pair is constant: it proposes a random angle, and shrinks the bracket
-of angles towards 0 until :math:`\log L(\mathbf f') > \log y`.  Each update leaves the
+of angles towards 0 until :math:`\log p(\mathbf y \mid \mathbf f')` is above the level.  Each update leaves the
 posterior invariant and always moves.
 
 The predictive (:func:`gpc_predict_samples`) conditions :math:`f_*` on each draw of
@@ -98,19 +98,19 @@ def _elliptical_slice_chain(A, s, f, n_iter, rng):
     for start in range(0, n_iter, _BLOCK):
         nus = rng.standard_normal((min(_BLOCK, n_iter - start), A.shape[1])) @ A.T
         for t, nu in enumerate(nus, start):  # 1. the ellipse: nu ~ N(0, K)
-            log_y = ll + np.log(rng.random())  # 2. the log-likelihood threshold
-            theta = rng.uniform(0.0, 2.0 * np.pi)  # 3. a first angle, and the bracket around it
-            lo, hi = theta - 2.0 * np.pi, theta
+            level = ll + np.log(rng.random())  # 2. the log-likelihood level
+            angle = rng.uniform(0.0, 2.0 * np.pi)  # 3. a first angle, and the bracket around it
+            lo, hi = angle - 2.0 * np.pi, angle
             while True:
-                proposal = f * np.cos(theta) + nu * np.sin(theta)  # 4. the point on the ellipse
+                proposal = f * np.cos(angle) + nu * np.sin(angle)  # 4. the point on the ellipse
                 ll_new = log_lik(proposal)
-                if ll_new > log_y:  # 5-6. accept
+                if ll_new > level:  # 5-6. accept
                     break
-                if theta < 0.0:  # 8. shrink the bracket towards theta = 0 (the current f) ...
-                    lo = theta
+                if angle < 0.0:  # 8. shrink the bracket towards angle = 0 (the current f) ...
+                    lo = angle
                 else:
-                    hi = theta
-                theta = rng.uniform(lo, hi)  # 9. ... and try again inside it
+                    hi = angle
+                angle = rng.uniform(lo, hi)  # 9. ... and try again inside it
             f, ll = proposal, ll_new
             draws[t] = f
     return draws
@@ -133,7 +133,7 @@ def gpc_elliptical_slice(K, y, *, n_samples=2000, n_warmup=500, n_chains=4, seed
     ``n_warmup`` updates that are discarded and keeps ``n_samples``; each update is one
     elliptical slice step (Murray, Adams & MacKay 2010), which moves :math:`\mathbf f` along
     the ellipse through it and a fresh prior draw :math:`\boldsymbol\nu`,
-    :math:`\mathbf f \cos\theta + \boldsymbol\nu \sin\theta`, to a point above a random
+    :math:`\mathbf f \cos\eta + \boldsymbol\nu \sin\eta`, to a point above a random
     likelihood level.  All draws come from ``np.random.default_rng(seed)``, chain after
     chain, so a seed gives the same draws on every run.
 
@@ -163,8 +163,9 @@ def gpc_elliptical_slice(K, y, *, n_samples=2000, n_warmup=500, n_chains=4, seed
     >>> samples = gpc_elliptical_slice(K, y, n_samples=1000, seed=1)
     >>> samples.f.shape, bool(np.all(samples.rhat < 1.05))
     ((4, 1000, 4), True)
-    >>> ep = gpc_ep(K, y)   # EP's means are within a few Monte Carlo errors of the truth
-    >>> bool(np.all(np.abs(samples.mean - ep.mean) < 4 * np.sqrt(samples.var / samples.ess)))
+    >>> ep = gpc_ep(K, y)   # EP's means lie within 4 Monte Carlo standard errors
+    >>> mcse = np.sqrt(samples.var / samples.ess)
+    >>> bool(np.all(np.abs(samples.mean - ep.mean) < 4 * mcse))
     True
     """
     K = as_kernel_matrix(K)
@@ -225,9 +226,12 @@ def gpc_predict_samples(samples, K, K_star, k_star_star):
     >>> K = rbf_kernel(X, variance=4.0)
     >>> samples = gpc_elliptical_slice(K, np.array([0, 0, 1, 1]), n_samples=500, seed=1)
     >>> X_new = np.array([[0.0], [1.5], [10.0]])
-    >>> pred = gpc_predict_samples(samples, K, rbf_kernel(X_new, X, variance=4.0), np.full(3, 4.0))
-    >>> bool(abs(pred.prob[0] - 0.5) < 0.05 and pred.prob[1] > 0.7), round(float(pred.prob[2]), 6)
-    (True, 0.5)
+    >>> K_star = rbf_kernel(X_new, X, variance=4.0)
+    >>> pred = gpc_predict_samples(samples, K, K_star, np.full(3, 4.0))
+    >>> bool(abs(pred.prob[0] - 0.5) < 0.05 and pred.prob[1] > 0.7)
+    True
+    >>> round(float(pred.prob[2]), 6)   # far from the data: the prior, N(0, 4)
+    0.5
     """
     if not isinstance(samples, GPCSamples):
         raise TypeError(f"samples must be a GPCSamples (from gpc_elliptical_slice), got {type(samples).__name__}")

@@ -34,7 +34,13 @@ from scipy.special import expit, log_expit
 
 from ._gp_linalg import cho_solve_B, cholesky_B, log_det_B, symv
 from ._gp_lowrank import CG_MIN_N, CGNewtonSteps
-from ._validation import as_kernel_matrix, as_labels, as_vector, check_int, check_positive
+from ._validation import (
+    as_kernel_matrix,
+    as_labels,
+    as_vector,
+    check_int,
+    check_positive,
+)
 from .logistic import _curvature, _signs
 from .optimize import ConvergenceWarning
 
@@ -298,7 +304,7 @@ def gpc_laplace(K, y, max_iter=100, tol=1e-10, *, f0=None):
     (True, True)
     >>> round(fit.log_marginal_likelihood, 4)
     -2.483
-    >>> bool(np.allclose(fit.alpha, fit.grad_log_lik))   # alpha = K^-1 f_hat = y - p at the mode
+    >>> bool(np.allclose(fit.alpha, fit.grad_log_lik))   # K^-1 f_hat = y - p at the mode
     True
     """
     K = as_kernel_matrix(K)

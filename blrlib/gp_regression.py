@@ -27,7 +27,12 @@ from dataclasses import dataclass, field
 import numpy as np
 from scipy.linalg import LinAlgError, cho_solve, cholesky, solve_triangular
 
-from ._validation import as_kernel_matrix, as_targets, as_test_kernels, check_nonnegative
+from ._validation import (
+    as_kernel_matrix,
+    as_targets,
+    as_test_kernels,
+    check_nonnegative,
+)
 
 __all__ = ["GPRPosterior", "GPRPrediction", "gpr_posterior", "gpr_predict"]
 

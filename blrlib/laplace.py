@@ -115,7 +115,8 @@ def laplace_posterior(X, y, prior_precision):
     >>> post = laplace_posterior(X, np.array([0, 0, 1, 1]), prior_precision=1.0)
     >>> np.allclose(post.cov @ post.precision, np.eye(2))
     True
-    >>> laplace_posterior(X, np.array([0, 0, 1, 1]), prior_precision=[0.0, 1.0]).log_evidence
+    >>> flat_intercept = laplace_posterior(X, np.array([0, 0, 1, 1]), [0.0, 1.0])
+    >>> flat_intercept.log_evidence
     -inf
     """
     X = as_matrix(X)

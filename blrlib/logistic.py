@@ -200,8 +200,8 @@ def log_posterior(w, X, y, prior_precision=0.0):
     --------
     >>> log_posterior(np.ones(2), np.eye(2), np.array([0, 1]), prior_precision=2.0)
     -3.626...
-    >>> float(log_posterior(np.ones(2), np.eye(2), np.array([0, 1]), prior_precision=[0.0, 2.0])
-    ...       - log_posterior(np.ones(2), np.eye(2), np.array([0, 1])))
+    >>> w, X, y = np.ones(2), np.eye(2), np.array([0, 1])
+    >>> float(log_posterior(w, X, y, prior_precision=[0.0, 2.0]) - log_posterior(w, X, y))
     -1.0
     """
     w, X, y, lam = _checked(w, X, y, prior_precision)

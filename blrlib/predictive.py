@@ -130,7 +130,7 @@ def expected_sigmoid(mean, var, method="quadrature", n_samples=10_000, rng=None)
     >>> round(float(expected_sigmoid(2.0, 0.0)), 12) == round(float(1 / (1 + np.exp(-2.0))), 12)
     True
     >>> p = expected_sigmoid(1.0, 3.0, method="probit")
-    >>> round(p, 4), round(p - expected_sigmoid(1.0, 3.0), 4)  # probit is 0.0036 too high here
+    >>> round(p, 4), round(p - expected_sigmoid(1.0, 3.0), 4)  # probit: 0.0036 too high
     (0.6632, 0.0036)
     """
     mean = _as_float_array(mean, "mean")

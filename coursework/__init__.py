@@ -12,6 +12,7 @@ Modules: :mod:`coursework.book` (the toc, the exercises, the structure checks),
 encoding in the kernel, defensive decoding and comparison in the grader),
 :mod:`coursework.runner` (runs one notebook cell by cell in a fresh kernel, inside the
 sandbox), :mod:`coursework.sandbox` (the bubblewrap sandbox and the signed results pipe),
+:mod:`coursework.cgroup` (a control group per parallel slot: memory and CPU share),
 :mod:`coursework.grade` (``make grade``) and :mod:`coursework.bench` (``make grade-bench``).
 Installed with blrlib (``pip install -e .``), so ``python -m coursework.grade`` works from
 anywhere, and the book's Sphinx extension imports it.

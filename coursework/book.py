@@ -229,6 +229,55 @@ def assigns_check_values(src):
     return False
 
 
+def _base_name(node):
+    while isinstance(node, (ast.Subscript, ast.Attribute)):
+        node = node.value
+    return node.id if isinstance(node, ast.Name) else None
+
+
+MUTATORS = {"update", "setdefault", "pop", "popitem", "clear", "__setitem__", "__delitem__"}
+
+
+def changes_check_values_later(src):
+    r"""Whether a check cell changes ``check_values`` after the top-level statement that assigns
+    it (``check_values["x"] = ...``, ``check_values.update(...)``, ``del check_values["x"]``):
+    the grader reads ``check_values`` right after that statement, before the assertions run
+    (:func:`coursework.runner.split_check`), so such a change would not reach it.
+
+    >>> changes_check_values_later('check_values = {"a": 1}\nassert check_values["a"] == 1')
+    False
+    >>> changes_check_values_later('check_values = {"a": 1}\ncheck_values["b"] = 2')
+    True
+    """
+    try:
+        tree = ast.parse(src)
+    except SyntaxError:
+        return False
+    assigned = False
+    for node in tree.body:
+        targets = node.targets if isinstance(node, ast.Assign) else [getattr(node, "target", None)]
+        if isinstance(node, (ast.Assign, ast.AnnAssign)) and any(
+            isinstance(t, ast.Name) and t.id == "check_values" for t in targets
+        ):
+            assigned = True
+            continue
+        if not assigned:
+            continue
+        for sub in ast.walk(node):
+            if isinstance(sub, (ast.Assign, ast.AugAssign, ast.AnnAssign, ast.Delete)):
+                targets = sub.targets if isinstance(sub, (ast.Assign, ast.Delete)) else [sub.target]
+                if any(not isinstance(t, ast.Name) and _base_name(t) == "check_values" for t in targets):
+                    return True
+            if (
+                isinstance(sub, ast.Call)
+                and isinstance(sub.func, ast.Attribute)
+                and sub.func.attr in MUTATORS
+                and _base_name(sub.func.value) == "check_values"
+            ):
+                return True
+    return False
+
+
 def _tolerance_problem(cell):
     meta = cell.get("metadata", {}).get("coursework")
     if meta is None:
@@ -334,6 +383,11 @@ def _coding_problems(nb, e, where):
         problems.append(
             f"{where}: check cell {c} does not assign check_values (a dict of the numbers "
             "the grader compares with the instructor's, CONVENTIONS section 4)"
+        )
+    if changes_check_values_later(source(nb.cells[c])):
+        problems.append(
+            f"{where}: check cell {c} changes check_values after assigning it; the grader reads "
+            "it right after the assignment (before the assertions), so build it in that one statement"
         )
     tol = _tolerance_problem(nb.cells[c])
     if tol:

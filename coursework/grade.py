@@ -10,14 +10,22 @@ A grading run, in order:
 1. **Intake.**  The instructor's chapters (the toc of ``--root``) are read once and hashed;
    their exercises, check cells and tolerances come from these in-memory copies.  Every entry of
    the submissions folder is looked at without following symbolic links: a symbolic link, a hard
-   link or a special file is rejected with a row that says so, every other file that is not a
-   chapter notebook (``notes.txt``, ``05_laplace.ipynb.txt``, ``05_laplace.IPYNB``, a folder) gets
-   a row ``ignored: ...``; each notebook is read once (at most ``--max-notebook-mb``) and hashed.
+   link, a special file, or a name with characters that are not printable (a newline, an escape
+   sequence, bytes that are not UTF-8) is rejected with a row that says so, every other file
+   that is not a chapter notebook (``notes.txt``, ``05_laplace.ipynb.txt``,
+   ``05_laplace.IPYNB``, a folder) gets a row ``ignored: ...`` (the first 100 of a folder, then
+   one row counting the rest); each notebook is read once (at most ``--max-notebook-mb``),
+   hashed, and parsed, and only its cells' types, sources and grade ids are kept (in a private
+   spool folder).
 2. **Sandbox check** (:mod:`coursework.sandbox`): grading stops with a clear error if the
    sandbox cannot be set up, unless ``--unsafe-no-sandbox`` is given.
 3. **Expected values.**  The instructor's notebook of every chapter that has submissions runs in
    the sandbox, before any student code; each check cell's ``check_values`` (see
-   :mod:`coursework.values`) is kept in this process as the expected values.
+   :mod:`coursework.values`) is kept in this process as the expected values.  Which chapters
+   run is up to the class (any student may hand in any chapter, ``--chapters`` restricts it),
+   so a chapter whose notebook does not follow the conventions or gives no usable values is not
+   graded (its rows say why, the summary warns, the exit status is 1) while the others are;
+   only when no chapter can be graded does grading stop.
 4. **Each submission** is merged as nbgrader's ``autograde`` does: check cells come from the
    instructor's notebook whatever the submission holds in their place, a deleted answer cell is
    replaced by the empty stub, a deleted check cell is put back after its answer (all reported);
@@ -30,7 +38,12 @@ A grading run, in order:
 5. **Output.**  The submissions and the instructor's sources are hashed again (a change is
    reported); ``grades.csv``, ``summary.txt``, ``hashes.csv`` and ``by_hand.md`` are written to a
    fresh directory, which then atomically takes the place of ``--out`` (an earlier ``--out`` is
-   renamed to ``<out>.previous-<time>``); no symbolic link is followed.
+   renamed to ``<out>.previous-<time>``); no symbolic link is followed.  Every text in them is
+   printable (other characters are written as escapes such as ``\\x1b``), and a CSV field that
+   would start like a spreadsheet formula (``=``, ``+``, ``-``, ``@``) gets a leading ``'``.
+
+A notebook that trips the grader itself (a bug) scores 0 with a row saying so; it never stops
+the grading of the others.
 """
 
 from __future__ import annotations
@@ -61,6 +74,7 @@ from . import book, sandbox, values
 FIELDS = ["student", "chapter", "exercise", "points", "max_points", "error", "notes"]
 MAX_CELLS = 5000
 MAX_CELL_CHARS = 1_000_000
+BY_HAND_CHARS = 20_000  # of a pen-and-paper answer, kept for by_hand.md
 
 
 class Result(typing.NamedTuple):
@@ -71,6 +85,17 @@ class Result(typing.NamedTuple):
     tampered: list  # trusted sources that changed on disk during grading
     timing: dict  # seconds: "setup" (intake, sandbox check, instructor runs),
     # "students" (all submissions), "notebooks" (their count)
+    isolation: dict  # "uids": the host uids the notebooks ran as (when root), "cgroups":
+    # the control groups (directories) they ran in
+    not_graded: dict  # chapter -> why its instructor notebook could not grade it
+
+
+UNSAFE_WARNING = (
+    "graded WITHOUT the sandbox (--unsafe-no-sandbox): every notebook ran with the grader's "
+    "own permissions and could read the solutions, change the book, the other submissions "
+    "and these grades, reach the network and leave processes running; trust these grades "
+    "only if you trust every submission"
+)
 
 
 class GradingError(RuntimeError):
@@ -165,27 +190,89 @@ def source_hashes(chapters, reread=False):
 
 @dataclasses.dataclass
 class Submission:
-    """A notebook as read at intake: its bytes wait in the grader's private spool folder (not in
-    memory: a class may hand in gigabytes), checked against their hash when they are graded."""
+    """A notebook as read at intake: the hash of the file handed in, and what grading needs of
+    it, the type, source and grade id of each cell (or why it cannot be read), waiting in the
+    grader's private spool folder.  Not the file itself, not in memory: a class may hand in
+    gigabytes of outputs and metadata, which grading never looks at."""
 
     student: str
     name: str  # file name, <chapter>.ipynb
     spooled: pathlib.Path
-    sha256: str
+    sha256: str  # of the file as handed in
+    spool_sha256: str  # of the spooled cells
 
     @property
     def chapter(self):
         return self.name[: -len(".ipynb")]
 
-    @property
-    def data(self):
+    def cells(self):
+        """The list of :func:`parse_submission`; raises ValueError with the reason the notebook
+        cannot be read."""
         data = self.spooled.read_bytes()
-        if _sha(data) != self.sha256:
+        if _sha(data) != self.spool_sha256:
             raise RuntimeError(f"the grader's copy of {self.student}/{self.name} changed")
-        return data
+        obj = json.loads(data)
+        if "unreadable" in obj:
+            raise ValueError(obj["unreadable"])
+        return [tuple(c) for c in obj["cells"]]
 
 
-NOTEBOOK_RE = re.compile(r"^(?P<stem>[^/]+)\.ipynb$")
+NOTEBOOK_RE = re.compile(r"(?P<stem>[^/]+)\.ipynb")  # used with fullmatch: no newline after it
+MAX_LISTED = 100  # entries that are not graded, listed one by one per folder; then counted
+
+
+def shown(text, keep=""):
+    """``text`` with every character that is not printable written as an escape (``\\n``,
+    ``\\x1b``, ``\\u202e``; a byte that is not UTF-8, which Python reads as a lone surrogate,
+    as ``\\xff``), except the characters in ``keep``.  Whatever a student names a file or
+    prints, it then cannot break a line of the summary, move the terminal's cursor, or make
+    ``grades.csv`` unwritable.
+
+    >>> print(shown("ada\\nbob \\x1b[2J \\udcff \\u202eabc \\ud800"))
+    ada\\nbob \\x1b[2J \\xff \\u202eabc \\ud800
+    """
+    out = []
+    for c in str(text):
+        if c.isprintable() or c in keep:
+            out.append(c)
+        elif "\udc80" <= c <= "\udcff":
+            out.append(f"\\x{ord(c) - 0xDC00:02x}")
+        else:
+            out.append(c.encode("unicode_escape").decode("ascii"))
+    return "".join(out)
+
+
+def _bad_name(name):
+    """Why the name of a file or folder is not accepted, or ``None``."""
+    if not name.isprintable():
+        return (
+            "has characters that are not printable in its name (control or format characters, "
+            "or bytes that are not UTF-8); rename it"
+        )
+    return None
+
+
+class _Unlisted:
+    """Rows of one folder for entries that are not graded: the first ``MAX_LISTED`` by name are
+    kept, the rest only counted (a folder of a million files gives 101 rows, not a million)."""
+
+    def __init__(self):
+        self.rows, self.more = [], 0
+
+    def add(self, key, row):
+        self.rows.append((key, row))
+        if len(self.rows) > 2 * MAX_LISTED:
+            self.rows.sort(key=lambda kr: kr[0])
+            self.more += len(self.rows) - MAX_LISTED
+            del self.rows[MAX_LISTED:]
+
+    def done(self, make_row):
+        self.rows.sort(key=lambda kr: kr[0])
+        more = self.more + max(0, len(self.rows) - MAX_LISTED)
+        out = [r for _, r in self.rows[:MAX_LISTED]]
+        if more:
+            out.append(make_row(f"ignored: {more} more entries that are not chapter notebooks (not listed one by one)"))
+        return out
 
 
 def _kind(mode):
@@ -230,22 +317,30 @@ def _read_file(name, dir_fd, max_bytes):
 
 
 def intake(folder, chapters, max_bytes, spool=None):
-    """``(submissions, rows)``: every gradable notebook, read once (and copied to the private
-    folder ``spool``, by default a new temporary one), and a row for every entry of the folder
-    that is not one (ignored or rejected)."""
+    """``(submissions, rows)``: every gradable notebook, read once, parsed and hashed (its cells
+    go to the private folder ``spool``, by default a new temporary one), and a row for every
+    entry of the folder that is not one (ignored or rejected; beyond ``MAX_LISTED`` per folder
+    such entries are counted in one row)."""
     if spool is None:
-        spool = tempfile.mkdtemp(prefix="cw-spool-")   # mode 0700, the grader's own
-    subs, rows = [], []
+        spool = tempfile.mkdtemp(prefix="cw-spool-")  # mode 0700, the grader's own
+    subs, rows, counter = [], [], iter(range(1 << 62))
     expected = ", ".join(f"{c}.ipynb" for c in chapters)
     top = _open_dir(str(folder))
+    loose = _Unlisted()
     try:
-        for entry in sorted(os.scandir(top), key=lambda e: e.name):
+        for entry in os.scandir(top):
             name = entry.name
+            label = shown(name)
+            bad = _bad_name(name)
+            if bad:
+                loose.add(name, Row(label, "", "", 0.0, 0.0, f"rejected: the student folder {bad}"))
+                continue
             if entry.is_symlink():
                 rows.append(Row(name, "", "", 0.0, 0.0, "rejected: the student folder is a symbolic link"))
                 continue
             if not entry.is_dir(follow_symlinks=False):
-                rows.append(
+                loose.add(
+                    name,
                     Row(
                         "",
                         name,
@@ -254,7 +349,7 @@ def intake(folder, chapters, max_bytes, spool=None):
                         0.0,
                         f"ignored: '{name}' is not a student folder "
                         "(submissions are <folder>/<student>/<chapter>.ipynb)",
-                    )
+                    ),
                 )
                 continue
             if name.startswith("."):
@@ -268,29 +363,40 @@ def intake(folder, chapters, max_bytes, spool=None):
                 )
                 continue
             try:
-                subs_s, rows_s = _intake_student(name, sfd, chapters, expected, max_bytes, spool)
+                subs_s, rows_s = _intake_student(name, sfd, chapters, expected, max_bytes, spool, counter)
             finally:
                 os.close(sfd)
             subs += subs_s
             rows += rows_s
     finally:
         os.close(top)
+    rows += loose.done(lambda error: Row("", "", "", 0.0, 0.0, error))
+    subs.sort(key=lambda s: (s.student, s.name))
     return subs, rows
 
 
-def _intake_student(student, sfd, chapters, expected, max_bytes, spool):
-    subs, rows = [], []
-    for entry in sorted(os.scandir(sfd), key=lambda e: e.name):
+def _intake_student(student, sfd, chapters, expected, max_bytes, spool, counter):
+    subs, rows, others = [], [], _Unlisted()
+    for entry in os.scandir(sfd):
         name = entry.name
-        m = NOTEBOOK_RE.match(name)
+        m = NOTEBOOK_RE.fullmatch(name)
         chapter = m.group("stem") if m else name
+        is_chapter = bool(m) and chapter in chapters
 
-        def row(error):
-            rows.append(Row(student, chapter, "", 0.0, 0.0, error))
+        def row(error, name=name, chapter=chapter, is_chapter=is_chapter):
+            r = Row(student, shown(chapter), "", 0.0, 0.0, error)
+            if is_chapter:
+                rows.append(r)  # why a chapter was not graded is always listed
+            else:
+                others.add(name, r)
 
+        bad = _bad_name(name)
+        if bad:
+            row(f"rejected: '{shown(name)}' {bad}")
+            continue
         if entry.is_symlink():
             try:
-                target = os.readlink(name, dir_fd=sfd)
+                target = shown(os.readlink(name, dir_fd=sfd))
             except OSError:
                 target = "?"
             row(f"rejected: '{name}' is a symbolic link (to {target}), not a file")
@@ -308,7 +414,7 @@ def _intake_student(student, sfd, chapters, expected, max_bytes, spool):
         if not stat.S_ISREG(mode):
             row(f"rejected: '{name}' is {_kind(mode)}")
             continue
-        if not m or m.group("stem") not in chapters:
+        if not is_chapter:
             lower = name.lower()
             if m:
                 why = f"not a chapter of the book (expected one of: {expected})"
@@ -325,10 +431,28 @@ def _intake_student(student, sfd, chapters, expected, max_bytes, spool):
         if bad:
             row(f"rejected: '{name}' {bad}")
             continue
-        spooled = pathlib.Path(spool, f"{len(os.listdir(spool)):06d}.ipynb")
-        spooled.write_bytes(data)
-        subs.append(Submission(student, name, spooled, _sha(data)))
-    return subs, rows
+        subs.append(_spool(student, name, data, spool, next(counter)))
+    return subs, rows + others.done(lambda error: Row(student, "", "", 0.0, 0.0, error))
+
+
+def _spool(student, name, data, spool, number):
+    """Parse the submission ``data`` and write what grading needs of it to the spool."""
+    try:
+        kept = {"cells": [list(c) for c in parse_submission(data)]}
+    except ValueError as exc:
+        kept = {"unreadable": str(exc)}
+    text = json.dumps(kept).encode()  # ASCII: every character outside it escaped
+    path = pathlib.Path(spool, f"{number:06d}.json")
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(text)
+    except OSError as exc:
+        raise GradingError(
+            f"cannot write the grader's spool folder {spool} ({exc.strerror}); free some space "
+            "or set TMPDIR to a larger folder"
+        ) from None
+    return Submission(student, name, path, _sha(data), _sha(text))
 
 
 def rehash(folder, sub):
@@ -381,7 +505,13 @@ def parse_submission(data):
         meta = cell.get("metadata")
         nbg = meta.get("nbgrader") if isinstance(meta, dict) else None
         gid = nbg.get("grade_id") if isinstance(nbg, dict) else None
-        cells.append((cell["cell_type"], src, gid if isinstance(gid, str) else None))
+        gid = gid if isinstance(gid, str) else None
+        for text in (src, gid or ""):
+            try:
+                text.encode("utf-8")
+            except UnicodeEncodeError:  # JSON allows "\\ud800"; no editor writes it
+                raise ValueError("a cell holds text that is not valid Unicode (a lone surrogate)") from None
+        cells.append((cell["cell_type"], src, gid))
     return cells
 
 
@@ -512,6 +642,7 @@ def score(chapter, nb, run, student, notes=None):
         chk, ans = cells.get(index.get(e.check_id)), cells.get(index.get(e.answer_id))
         if run.problem:
             r.error = f"not graded, the whole notebook scores 0: {run.problem}"
+            continue
         elif chk is None:
             r.error = "the check cell did not run"
         elif chk.get("status") == "ok":
@@ -524,6 +655,8 @@ def score(chapter, nb, run, student, notes=None):
             r.error = "unanswered (NotImplementedError)"
         else:
             r.error = f"check: {chk.get('error', '')}"
+        if run.memory and r.error:
+            r.error += f" ({run.memory})"
     return rows
 
 
@@ -531,12 +664,18 @@ def _compare(chapter, e, chk):
     """``""`` when the check's values match the instructor's, else why not."""
     if "values" not in chk:
         return f"check: {chk.get('values_error') or 'no check_values came out of the kernel'}"
+    expected = chapter.expected[e.label]
+    if len(chk["values"]) > values.text_bound(expected):
+        return (
+            f"check: check_values is far larger than the values it should hold "
+            f"({len(chk['values'])} characters of JSON)"
+        )
     try:
         got = values.loads(chk["values"])
     except values.MalformedValues as exc:
         return f"check: check_values could not be read ({exc})"
     rtol, atol = chapter.tolerances(e)
-    diff = values.compare(chapter.expected[e.label], got, rtol, atol)
+    diff = values.compare(expected, got, rtol, atol)
     return f"check: the check cell ran, but {diff}" if diff else ""
 
 
@@ -579,10 +718,13 @@ def grade_folder(
     uid_base=sandbox.DEFAULT_UID_BASE,
     max_notebook_bytes=20_000_000,
     log=None,
+    chapters_to_grade=None,
 ):
     """Grade every submission in ``folder`` against the chapters of ``root``/``toc``; write the
-    results to a fresh ``out_dir``; return a :class:`Result`.  Raises :class:`GradingError`
-    when grading cannot start (no sandbox, a broken instructor notebook, no folder)."""
+    results to a fresh ``out_dir``; return a :class:`Result`.  ``chapters_to_grade`` (names)
+    restricts grading to those chapters.  Raises :class:`GradingError` when grading cannot
+    start (no sandbox, no folder, an unknown chapter name, no instructor notebook that can
+    grade); an instructor notebook that cannot grade stops only its own chapter."""
     t0 = time.monotonic()
     log = log or (lambda text: None)
     folder, out_dir = pathlib.Path(folder), pathlib.Path(out_dir)
@@ -591,27 +733,52 @@ def grade_folder(
     chapters = load_chapters(root, toc)
     if not chapters:
         raise GradingError(f"no chapter notebooks in {pathlib.Path(root) / toc}")
+    only = None
+    if chapters_to_grade is not None:
+        only = set(chapters_to_grade)
+        unknown = sorted(only - set(chapters))
+        if unknown:
+            raise GradingError(f"not chapters of the book: {', '.join(unknown)} (chapters: {', '.join(chapters)})")
     trusted_before = source_hashes(chapters)
     with tempfile.TemporaryDirectory(prefix="cw-spool-") as spool:
         return _grade(folder, out_dir, root, chapters, trusted_before, spool, limits, jobs, unsafe,
-                      uid_base, max_notebook_bytes, log, t0)
+                      uid_base, max_notebook_bytes, log, t0, only)
 
 
 def _grade(folder, out_dir, root, chapters, trusted_before, spool, limits, jobs, unsafe, uid_base,
-           max_notebook_bytes, log, t0):
+           max_notebook_bytes, log, t0, only):
     subs, rows = intake(folder, chapters, max_notebook_bytes, spool)
+    if only is not None:  # the chapters the instructor grades this time; the rest get a row
+        skipped = [s for s in subs if s.chapter not in only]
+        subs = [s for s in subs if s.chapter in only]
+        rows += [
+            Row(s.student, s.chapter, "", 0.0, 0.0, "ignored: not among the chapters graded this time (--chapters)")
+            for s in skipped
+        ]
     used = {s.chapter: chapters[s.chapter] for s in subs}
-    problems = [p for c in used.values() for p in book.structure_problems(c.nb, c.path.name)]
-    if problems:
-        raise GradingError(
-            "the instructor's chapters do not follow the coursework conventions:\n  " + "\n  ".join(problems)
-        )
+    # A chapter the instructor's notebook cannot grade stops only that chapter: which chapters
+    # run is up to the class (a student may hand in any chapter of the book).
+    broken = {}
+    for c in used.values():
+        problems = book.structure_problems(c.nb, c.path.name)
+        if problems:
+            broken[c.name] = "it does not follow the coursework conventions: " + "; ".join(problems)
     jobs = max(1, jobs or min(8, os.cpu_count() or 1))
-    box = sandbox.Sandbox(unsafe=unsafe, slots=jobs, uid_base=uid_base, limits=limits)
-    try:
-        box.check(hidden=[root, folder, out_dir])
-    except sandbox.SandboxUnavailable as exc:
-        raise GradingError(str(exc)) from None
+    if unsafe:
+        log(f"WARNING: {UNSAFE_WARNING}")
+    with sandbox.Sandbox(unsafe=unsafe, slots=jobs, uid_base=uid_base, limits=limits) as box:
+        try:
+            box.check(hidden=[root, folder, out_dir, spool])
+        except sandbox.SandboxUnavailable as exc:
+            raise GradingError(str(exc)) from None
+        if not box.groups:
+            log(f"note: memory {box.memory_text()}")
+        return _run_all(
+            box, folder, out_dir, chapters, used, broken, subs, rows, trusted_before, limits, jobs, log, t0
+        )
+
+
+def _run_all(box, folder, out_dir, chapters, used, broken, subs, rows, trusted_before, limits, jobs, log, t0):
     slots = queue.Queue()
     for k in range(jobs):
         slots.put(k)
@@ -630,8 +797,11 @@ def _grade(folder, out_dir, root, chapters, trusted_before, spool, limits, jobs,
 
     def run_student(k, sub):
         chapter = chapters[sub.chapter]
+        if chapter.name in broken:
+            why = f"not graded: the instructor's notebook of this chapter cannot grade ({broken[chapter.name]})"
+            return [Row(sub.student, chapter.name, e.label, 0.0, e.points, why) for e in chapter.coding], None, {}
         try:
-            cells = parse_submission(sub.data)
+            cells = sub.cells()
         except ValueError as exc:
             return (
                 [
@@ -644,20 +814,41 @@ def _grade(folder, out_dir, root, chapters, trusted_before, spool, limits, jobs,
         nb, notes = merge(chapter.nb, cells)
         data = nbformat.writes(nb).encode()
         run = box.execute(data, sub.name, runner_args(limits, nb), slot=k)
-        log(f"{sub.student}/{sub.name}: {run.seconds:.1f} s" + (f" ({run.problem})" if run.problem else ""))
-        answers = {gid: src for ct, src, gid in cells if ct == "markdown" and gid}
-        return score(chapter, nb, run, sub.student, notes), run, answers
+        said = run.problem or run.memory
+        log(shown(f"{sub.student}/{sub.name}: {run.seconds:.1f} s" + (f" ({said})" if said else "")))
+        answers = {}
+        for ct, src, gid in cells:  # the first cell of a grade id, as merge() takes it
+            if ct == "markdown" and gid and gid not in answers:
+                answers[gid] = src[: BY_HAND_CHARS + 1]
+        # only the rows and the answers are kept: a class's results streams (up to
+        # max_stream_bytes each) would not fit in memory
+        return score(chapter, nb, run, sub.student, notes), None, answers
 
     with concurrent.futures.ThreadPoolExecutor(jobs) as pool:
-        results = list(pool.map(lambda c: in_slot(run_instructor, c), used.values()))
-        problems = [p for probs in results for p in probs]
-        if problems:
+        runnable = [c for c in used.values() if c.name not in broken]
+        for c, problems in zip(runnable, pool.map(lambda c: in_slot(run_instructor, c), runnable)):
+            if problems:
+                broken[c.name] = "its check_values are not usable: " + "; ".join(problems)
+        if used and len(broken) == len(used):
             raise GradingError(
-                "the instructor's notebooks do not give usable check_values, so "
-                "nothing was graded:\n  " + "\n  ".join(problems)
+                "the instructor's notebooks give no usable check_values, so nothing was graded:\n  "
+                + "\n  ".join(f"{name}: {why}" for name, why in broken.items())
             )
+        for name, why in broken.items():
+            log(f"WARNING: chapter {name} is not graded: {why}")
         t_students = time.monotonic()
-        graded = list(pool.map(lambda s: in_slot(run_student, s), subs))
+
+        def guarded(k, sub):
+            """A notebook that trips the grader itself costs its student the points, never the
+            class its grading run."""
+            try:
+                return run_student(k, sub)
+            except Exception as exc:  # noqa: BLE001 - reported in the rows and the log
+                why = f"not graded: the grader failed on this notebook ({type(exc).__name__}: {exc})"
+                log(shown(f"{sub.student}/{sub.name}: {why}"))
+                return [Row(sub.student, sub.chapter, e.label, 0.0, e.points, why) for e in chapters[sub.chapter].coding], None, {}
+
+        graded = list(pool.map(lambda s: in_slot(guarded, s), subs))
     timing = {
         "setup": t_students - t0,
         "students": time.monotonic() - t_students,
@@ -701,7 +892,7 @@ def _grade(folder, out_dir, root, chapters, trusted_before, spool, limits, jobs,
     trusted_after = source_hashes(chapters, reread=True)
     tampered = [k for k in trusted_before if trusted_before[k] != trusted_after.get(k)]
     rows.sort(key=lambda r: (r.student, r.chapter, r.exercise))
-    text = summary(rows, len(subs), box.describe(), tampered, changed, timing)
+    text = summary(rows, len(subs), box.describe(), tampered, changed, timing, broken)
     files = {
         "grades.csv": _csv(rows),
         "summary.txt": text,
@@ -709,7 +900,23 @@ def _grade(folder, out_dir, root, chapters, trusted_before, spool, limits, jobs,
         "by_hand.md": _by_hand(by_hand),
     }
     write_fresh(out_dir, files)
-    return Result(rows, text, tampered, timing)
+    isolation = {"uids": list(box.uids or []), "cgroups": [d for g in box.groups or () for d in g.dirs]}
+    return Result(rows, text, tampered, timing, isolation, broken)
+
+
+FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
+
+
+def csv_text(text):
+    """A text field of a CSV file: :func:`shown`, and a leading ``'`` when it would start with
+    a character that makes a spreadsheet read it as a formula (a student folder named
+    ``=HYPERLINK(...)`` or ``-2+3``); the OWASP advice for CSV injection.
+
+    >>> print(csv_text('=HYPERLINK("http://x", "marks")'), csv_text("ada"), csv_text("-rf"))
+    '=HYPERLINK("http://x", "marks") ada '-rf
+    """
+    text = shown(text)
+    return "'" + text if text.startswith(FORMULA_START) else text
 
 
 def _csv(rows):
@@ -717,7 +924,7 @@ def _csv(rows):
     w = csv.DictWriter(buf, FIELDS, lineterminator="\n")
     w.writeheader()
     for r in rows:
-        d = dataclasses.asdict(r)
+        d = {k: csv_text(v) for k, v in dataclasses.asdict(r).items()}
         d["points"] = "" if r.points is None else f"{r.points:g}"
         d["max_points"] = f"{r.max_points:g}"
         w.writerow(d)
@@ -729,9 +936,9 @@ def _hashes(trusted, subs):
     w = csv.writer(buf, lineterminator="\n")
     w.writerow(["what", "sha256"])
     for k, v in trusted.items():
-        w.writerow([k, v])
+        w.writerow([csv_text(k), v])
     for s in subs:
-        w.writerow([f"submission {s.student}/{s.name}", s.sha256])
+        w.writerow([csv_text(f"submission {s.student}/{s.name}"), s.sha256])
     return buf.getvalue()
 
 
@@ -740,18 +947,21 @@ def _by_hand(items):
     if not items:
         lines.append("(none)")
     for student, chapter, e, text in items:
-        lines += [f"## {student}, {chapter}, {e.label} ({e.points:g} points)", ""]
+        lines += [f"## {shown(student)}, {chapter}, {e.label} ({e.points:g} points)", ""]
         if text is None or not text.strip() or text.strip() == "YOUR ANSWER HERE":
             lines += ["(no answer)", ""]
         else:
-            lines += ["> " + line for line in text[:20_000].splitlines()] + [""]
+            text = shown(text[:BY_HAND_CHARS], keep="\n\t")
+            lines += ["> " + line for line in text.split("\n")] + [""]
     return "\n".join(lines) + "\n"
 
 
-def summary(rows, n_notebooks, sandbox_text, tampered=(), changed=(), timing=None):
+def summary(rows, n_notebooks, sandbox_text, tampered=(), changed=(), timing=None, broken=None):
     auto = [r for r in rows if r.points is not None]
     students = sorted({r.student for r in rows if r.student})
     lines = [f"graded {n_notebooks} notebooks of {len(students)} students"]
+    if sandbox_text.startswith("NO SANDBOX"):
+        lines.append(f"WARNING: {UNSAFE_WARNING}")
     lines.append(f"isolation: {sandbox_text}")
     if timing and timing["notebooks"]:
         lines.append(
@@ -761,6 +971,8 @@ def summary(rows, n_notebooks, sandbox_text, tampered=(), changed=(), timing=Non
         )
     for t in tampered:
         lines.append(f"WARNING: {t} changed during grading; re-grade from a clean copy")
+    for name, why in (broken or {}).items():
+        lines.append(f"WARNING: chapter {name} was not graded, its notebook cannot grade: {why[:2000]}")
     for s in students:
         mine = [r for r in auto if r.student == s]
         pts, mx = sum(r.points for r in mine), sum(r.max_points for r in mine)
@@ -790,7 +1002,7 @@ def summary(rows, n_notebooks, sandbox_text, tampered=(), changed=(), timing=Non
             "submissions that changed while they were graded: "
             + ", ".join(f"{s.student}/{s.name}" for s in changed)
         )
-    return "\n".join(lines) + "\n"
+    return "\n".join(shown(line) for line in lines) + "\n"
 
 
 def write_fresh(out_dir, files):
@@ -863,6 +1075,13 @@ def main(argv=None):
         help="address space per process (default %(default)s MiB)",
     )
     ap.add_argument(
+        "--notebook-memory-mb",
+        type=int,
+        default=d.notebook_memory_bytes >> 20,
+        help="memory of a whole notebook, all its processes, files in memory and kernel memory "
+        "included (a control group; needs root; default %(default)s MiB)",
+    )
+    ap.add_argument(
         "--disk-mb",
         type=int,
         default=d.disk_bytes >> 20,
@@ -893,6 +1112,11 @@ def main(argv=None):
         help="as root, notebooks run as host uids BASE, BASE+1, ... (one per job; default %(default)s)",
     )
     ap.add_argument(
+        "--chapters",
+        help="grade only these chapters (comma-separated names such as 05_laplace); notebooks "
+        "of other chapters get a row 'ignored: ...'",
+    )
+    ap.add_argument(
         "--unsafe-no-sandbox",
         action="store_true",
         help="run the notebooks WITHOUT the sandbox, with your permissions: only for trusted notebooks",
@@ -906,6 +1130,7 @@ def main(argv=None):
         disk_bytes=args.disk_mb << 20,
         file_bytes=args.file_mb << 20,
         processes=args.processes,
+        notebook_memory_bytes=args.notebook_memory_mb << 20,
     )
     try:
         result = grade_folder(
@@ -919,13 +1144,14 @@ def main(argv=None):
             args.sandbox_uid_base,
             int(args.max_notebook_mb * 1e6),
             log=lambda line: print(line, file=sys.stderr, flush=True),
+            chapters_to_grade=[c for c in args.chapters.split(",") if c] if args.chapters else None,
         )
     except GradingError as exc:
         print(f"grading stopped: {exc}", file=sys.stderr)
         return 2
     sys.stdout.write(result.text)
     print(f"wrote {pathlib.Path(args.out) / 'grades.csv'} ({len(result.rows)} rows)")
-    return 1 if result.tampered else 0
+    return 1 if result.tampered or result.not_graded else 0
 
 
 if __name__ == "__main__":

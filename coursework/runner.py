@@ -23,6 +23,8 @@ blanked cannot reuse an earlier exercise's values.
 from __future__ import annotations
 
 import argparse
+import ast
+import copy
 import json
 import os
 import subprocess
@@ -35,6 +37,7 @@ from jupyter_core.utils import ensure_async, run_sync
 from nbclient import NotebookClient
 from nbclient.exceptions import CellTimeoutError, DeadKernelError
 
+from . import book
 from . import values as cw_values
 from .sandbox import sign
 
@@ -169,6 +172,48 @@ def fetch_values(client, timeout):
     return text, None
 
 
+def split_check(source):
+    r"""``(head, tail)`` of a check cell: its lines up to the end of the top-level statement that
+    assigns ``check_values`` (the last one), and the lines after it (the assertions); ``None``
+    when there is no such statement or the source is not plain Python.
+
+    The runner reads ``check_values`` between the two.  A kernel that disables the assertions
+    and, after the cell, swaps in the references they compared with (``expected`` in
+    ``assert_allclose(check_values["g"], expected)``) would otherwise hand over the instructor's
+    own values for any answer; read before the assertions run, there is nothing to swap in.
+
+    >>> split_check('x = 1\ncheck_values = {\n    "t": f(x),\n}\nassert check_values["t"] > 0\n')
+    ('x = 1\ncheck_values = {\n    "t": f(x),\n}\n', 'assert check_values["t"] > 0\n')
+    >>> split_check("assert True") is None
+    True
+    """
+    try:
+        tree = ast.parse(source)
+    except (SyntaxError, ValueError):
+        return None
+    last = None
+    for node in tree.body:
+        targets = node.targets if isinstance(node, ast.Assign) else [getattr(node, "target", None)]
+        if isinstance(node, (ast.Assign, ast.AnnAssign)) and any(
+            isinstance(t, ast.Name) and t.id == "check_values" for t in targets
+        ):
+            last = node
+    if last is None:
+        return None
+    lines = source.splitlines(keepends=True)
+    return "".join(lines[: last.end_lineno]), "".join(lines[last.end_lineno :])
+
+
+def run_part(client, cell, index, source):
+    """Execute ``source`` as (part of) the code cell ``cell``; return ``(status, error)``."""
+    part = copy.deepcopy(cell)
+    part.source, part.outputs = source, []
+    client.execute_cell(part, index)
+    cell.outputs = cell.outputs + list(part.outputs)
+    client.nb.cells[index] = cell
+    return cell_status(client, part, index)
+
+
 def run(
     path,
     emit,
@@ -178,9 +223,11 @@ def run(
     check_cells=(),
     executed=None,
     workdir=None,
+    text=None,
 ):
-    """Execute the notebook at ``path`` and call ``emit(record)`` for each record (see above)."""
-    nb = nbformat.read(path, as_version=4)
+    """Execute the notebook at ``path`` (or given as JSON ``text``, then ``path`` only names it)
+    and call ``emit(record)`` for each record (see above)."""
+    nb = nbformat.read(path, as_version=4) if text is None else nbformat.reads(text, as_version=4)
     workdir = workdir or os.path.dirname(os.path.abspath(path))
     deadline = time.monotonic() + notebook_timeout
     check_cells = set(check_cells)
@@ -225,10 +272,16 @@ def run(
                         stop = STUCK
                         emit({**base, "status": stop[0], "error": stop[1]})
                         continue
-                client.execute_cell(cell, index)
-                status, error = cell_status(client, cell, index)
+                parts = split_check(book.source(cell)) if index in check_cells else None
+                if parts is None:
+                    parts = (book.source(cell), "")
+                head, tail = parts
+                cell.outputs = []
+                status, error = run_part(client, cell, index, head)
                 record = {**base, "status": status, "error": error}
                 if index in check_cells and status == "ok":
+                    # read right after the statement that assigns check_values, before the
+                    # assertions that follow it compute their references in this kernel
                     text, why = fetch_values(
                         client, max(1.0, min(SILENT_TIMEOUT, deadline - time.monotonic()))
                     )
@@ -238,6 +291,10 @@ def run(
                         record["values_error"] = why
                     if why == TOO_SLOW and not recover(client, deadline):
                         stop = STUCK
+                    elif tail.strip():
+                        client.timeout = max(1, int(min(cell_timeout, deadline - time.monotonic())))
+                        status, error = run_part(client, cell, index, tail)
+                        record.update(status=status, error=error)
                 if status == "timeout" and not recover(client, deadline, interrupt=False):
                     stop = STUCK  # the kernel ignores interrupts: do not wait for the hard limit
             except DeadKernelError:
@@ -287,6 +344,11 @@ def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("notebook")
     ap.add_argument("--results-fd", type=int, required=True)
+    ap.add_argument(
+        "--notebook-fd",
+        type=int,
+        help="read the notebook from this descriptor: no file the kernel could read holds it",
+    )
     ap.add_argument("--key-fd", type=int, required=True, help="pipe holding the key that signs the results")
     ap.add_argument("--check-cells", default="", help="comma-separated indices of the check cells")
     ap.add_argument("--cell-timeout", type=float, default=60.0)
@@ -296,6 +358,10 @@ def main(argv=None):
     args = ap.parse_args(argv)
     _make_undumpable()  # before the key is read, before any kernel exists
     key = read_key(args.key_fd)
+    notebook = None
+    if args.notebook_fd is not None:
+        with os.fdopen(args.notebook_fd, "rb") as fh:
+            notebook = fh.read().decode("utf-8")
     os.set_inheritable(args.results_fd, False)
     out = os.fdopen(args.results_fd, "wb", buffering=0)
     seq = iter(range(1 << 62))
@@ -314,6 +380,7 @@ def main(argv=None):
             args.max_output_bytes,
             checks,
             args.executed,
+            text=notebook,
         )
     except Exception as exc:  # reported to the grader, never raised past it
         try:

@@ -6,10 +6,12 @@ starts a fresh kernel and runs the notebook; the grader reads the runner's resul
 What the notebook's code (the kernel, and everything it starts) gets:
 
 - an unprivileged identity: when the grader runs as root, the sandbox runs as a host uid of its
-  own (``uid_base + slot``, one per parallel job, so the process limit of one job does not
-  couple with another's) inside a new user namespace where it is uid 65534, with no
-  capabilities, ``no_new_privs``, and no way to create further user namespaces; when the grader
-  runs as an ordinary user, bubblewrap maps that user to 65534 in a new user namespace;
+  own (one per parallel job, so the process limit of one job does not couple with another's;
+  claimed from ``uid_base`` up with a lock file, so that two graders on one machine never
+  share one and never kill each other's notebooks) inside a new user namespace where it is uid
+  65534, with no capabilities, ``no_new_privs``, and no way to create further user
+  namespaces; when the grader runs as an ordinary user, bubblewrap maps that user to 65534 in
+  a new user namespace;
 - new mount, PID, network (loopback only), IPC and UTS namespaces;
 - a file system made of read-only binds of only what the kernel needs: ``/usr`` (and the
   ``/lib``, ``/bin`` links), the Python installation, the virtual environment, and the
@@ -18,6 +20,10 @@ What the notebook's code (the kernel, and everything it starts) gets:
   submission, no grades, no instructor file, no ``/sys``, a minimal ``/dev``;
 - resource limits per process: address space, CPU seconds, file size, open files, and the
   number of processes (threads included) of its uid;
+- a control group per parallel job when the grader is root (:mod:`coursework.cgroup`): a
+  memory limit for the whole notebook, which the per-process limits are not (memory in files
+  of a memfd or tmpfs, shared memory, inodes), and one share of the CPU whatever its number of
+  threads, so that a notebook cannot starve those graded beside it into their time limits;
 - an end: when the runner exits, or when the grader's hard time limit kills the sandbox's first
   process, the kernel ends the whole PID namespace, so no process (``setsid``, double fork)
   survives the notebook; the grader then also kills anything still running under the slot's uid.
@@ -37,12 +43,13 @@ namespace is bubblewrap's own, still root, which the notebook can neither signal
 When the grader is not root, one unprivileged ``bwrap`` does it all.
 
 ``Sandbox(unsafe=True)`` (``--unsafe-no-sandbox``) runs the runner as a plain child process of
-the grader instead, with the same limits but none of the isolation.
+the grader instead, with the same limits (and control group) but none of the isolation.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import fcntl
 import functools
 import hashlib
 import hmac
@@ -54,10 +61,13 @@ import secrets
 import selectors
 import shutil
 import signal
+import stat
 import subprocess
 import sys
 import tempfile
 import time
+
+from . import cgroup
 
 WORK = "/home/student"  # the notebook's working directory inside the sandbox
 SANDBOX_UID = 65534  # the notebook's uid as it sees it (nobody)
@@ -74,7 +84,9 @@ class SandboxUnavailable(RuntimeError):
 class Limits:
     """Per-notebook limits.  ``memory_bytes``, ``cpu_seconds`` and ``file_bytes`` apply to each
     process; ``processes`` to all processes and threads of the sandbox's uid together;
-    ``disk_bytes`` is the size of each of the two writable tmpfs (work directory and /tmp)."""
+    ``disk_bytes`` is the size of each of the two writable tmpfs (work directory and /tmp);
+    ``notebook_memory_bytes`` bounds all the memory the notebook's processes hold together,
+    kernel memory and tmpfs files included (a control group, :mod:`coursework.cgroup`)."""
 
     cell_timeout: float = 120.0
     notebook_timeout: float = 600.0
@@ -86,6 +98,7 @@ class Limits:
     disk_bytes: int = 128 << 20
     processes: int = 128
     open_files: int = 1024
+    notebook_memory_bytes: int = 4 << 30
 
     @property
     def cpu_seconds(self):
@@ -94,13 +107,15 @@ class Limits:
 
 @dataclasses.dataclass
 class Run:
-    """What came out of one sandboxed notebook: the verified records, in order, and ``problem``
-    (``None``, or a sentence saying why the stream cannot be trusted or is incomplete)."""
+    """What came out of one sandboxed notebook: the verified records, in order, ``problem``
+    (``None``, or a sentence saying why the stream cannot be trusted or is incomplete), and
+    ``memory`` (``None``, or a sentence saying that its control group's OOM killer acted)."""
 
     records: list
     problem: str | None
     seconds: float
     stderr: str = ""
+    memory: str | None = None  # a sentence when the notebook went over its memory limit
 
 
 def _package_dir(name):
@@ -145,19 +160,15 @@ def _system_mounts():
     return args
 
 
-def _mounts(limits, notebook_fd, name, seeds=()):
+def _mounts(limits, seeds=()):
     """bubblewrap's arguments for the file system; ``seeds`` are ``(fd, path)`` of files copied
-    into the sandbox's /tmp (the matplotlib font cache)."""
-    args = _system_mounts()
-    made = set()
-    for path in read_only_paths():
-        parents = pathlib.PurePosixPath(path).parents
-        for parent in sorted((str(p) for p in parents if str(p) != "/"), key=len):
-            if parent not in made and not _under(parent, "/usr"):
-                made.add(parent)
-                args += ["--perms", "0755", "--dir", parent]
-        args += ["--ro-bind", path, path]
-    args += [
+    into the sandbox's /tmp (the matplotlib font cache).  The notebook itself is no file in
+    there: the runner reads it from a descriptor, so the kernel cannot read the check cells'
+    code ahead of their turn."""
+    # The private /tmp and work directory come first: a later tmpfs would hide the environment
+    # when it lives under /tmp (a CI checkout in /tmp/..., say), as a bind under it is mounted
+    # before the tmpfs covers it.
+    args = _system_mounts() + [
         "--proc",
         "/proc",
         "--dev",
@@ -174,12 +185,15 @@ def _mounts(limits, notebook_fd, name, seeds=()):
         str(limits.disk_bytes),
         "--tmpfs",
         WORK,
-        "--perms",
-        "0644",
-        "--file",
-        str(notebook_fd),
-        f"{WORK}/{name}",
     ]
+    made = {"/tmp", WORK}
+    for path in read_only_paths():
+        parents = pathlib.PurePosixPath(path).parents
+        for parent in sorted((str(p) for p in parents if str(p) != "/"), key=len):
+            if parent not in made and not _under(parent, "/usr"):
+                made.add(parent)
+                args += ["--perms", "0755", "--dir", parent]
+        args += ["--ro-bind", path, path]
     for folder in sorted({os.path.dirname(path) for _, path in seeds}):
         args += ["--perms", "1777", "--dir", folder]
     for fd, path in seeds:
@@ -288,11 +302,83 @@ def kill_uid(uid):
     return len(pids)
 
 
+UID_SEARCH = 4096  # how far above uid_base to look for uids no other grader holds
+
+
+def _lock_dir():
+    """A folder only root can write, for the uid locks of concurrent graders."""
+    for base in ("/run", "/var/lock", tempfile.gettempdir()):
+        if not os.path.isdir(base):
+            continue
+        path = os.path.join(base, "coursework-grade-uids")
+        try:
+            os.mkdir(path, 0o700)
+        except FileExistsError:
+            pass
+        except OSError:
+            continue
+        st = os.lstat(path)
+        if stat.S_ISDIR(st.st_mode) and st.st_uid == 0 and not st.st_mode & 0o022:
+            return path
+    raise SandboxUnavailable("no folder for the sandbox uid locks (/run, /var/lock or the temp folder)")
+
+
+def claim_uids(n, base):
+    """``(uids, lock_fds)``: ``n`` host uids from ``base`` up that no account uses, no process
+    runs as, and no other grader on this machine holds (an exclusive lock file per uid, kept
+    until the fds are closed).  Two graders (or a grader and the test suite) running at once
+    thus never share a uid, so neither kills the other's notebooks nor eats its process limit."""
+    folder = _lock_dir()
+    uids, fds = [], []
+    for uid in range(base, base + UID_SEARCH):
+        if len(uids) == n:
+            break
+        try:
+            pwd.getpwuid(uid)
+            continue  # an account's uid
+        except KeyError:
+            pass
+        fd = os.open(
+            os.path.join(folder, str(uid)), os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600
+        )
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            os.close(fd)
+            continue  # another grader's
+        if _uid_processes(uid):  # not ours, not a grader's: leave it alone
+            os.close(fd)
+            continue
+        uids.append(uid)
+        fds.append(fd)
+    if len(uids) < n:
+        for fd in fds:
+            os.close(fd)
+        raise SandboxUnavailable(
+            f"found only {len(uids)} free sandbox uids from {base} to {base + UID_SEARCH - 1}; "
+            "choose others with --sandbox-uid-base"
+        )
+    return uids, fds
+
+
+def _ranges(numbers):
+    out, numbers = [], sorted(numbers)
+    for x in numbers:
+        if out and x == out[-1][1] + 1:
+            out[-1][1] = x
+        else:
+            out.append([x, x])
+    return ", ".join(f"{a}" if a == b else f"{a}..{b}" for a, b in out)
+
+
 class Sandbox:
     """Runs notebooks with :mod:`coursework.runner`, each in its own bubblewrap sandbox.
 
-    ``slots`` is the number of notebooks run at once; slot ``k`` runs as host uid
-    ``uid_base + k`` when the grader is root.  ``unsafe=True`` runs without a sandbox.
+    ``slots`` is the number of notebooks run at once.  When the grader is root, slot ``k`` runs
+    as a host uid of its own, the ``k``-th free one from ``uid_base`` up (:func:`claim_uids`),
+    and in a control group of its own (:mod:`coursework.cgroup`).  ``unsafe=True`` runs
+    without a sandbox.  :meth:`check` sets it up and tests it; :meth:`close` (or leaving a
+    ``with`` block) gives the uids and control groups back.
     """
 
     def __init__(self, unsafe=False, slots=1, uid_base=DEFAULT_UID_BASE, limits=Limits()):
@@ -301,27 +387,86 @@ class Sandbox:
         self.seeds = None  # file name -> bytes, copied into each sandbox's /tmp/matplotlib
         # the cores shared among the notebooks that run at once (BLAS threads of each kernel)
         self.threads = max(1, (os.cpu_count() or 1) // max(1, slots))
+        self.uids, self._locks = None, []
+        self.groups, self.groups_problem = None, "not set up"
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    def __del__(self):  # a safety net for callers without ``with``
+        try:
+            self.close()
+        except Exception:  # noqa: BLE001 - at interpreter exit modules may be gone
+            pass
+
+    def close(self):
+        """Remove the control groups (killing what is left in them) and release the uids."""
+        for group in self.groups or ():
+            group.remove()
+        self.groups, self.groups_problem = None, "closed"
+        for fd in self._locks:
+            os.close(fd)
+        self._locks, self.uids = [], None
+
+    def uid(self, slot):
+        if self.uids is None:
+            self._claim()
+        return self.uids[slot]
+
+    def _claim(self):
+        if self.root and self.uids is None:
+            self.uids, self._locks = claim_uids(self.slots, self.uid_base)
+
+    def _open_groups(self):
+        if self.groups is not None or self.groups_problem == "closed":
+            return
+        try:
+            self.groups = cgroup.open_slots(self.slots, self.limits.notebook_memory_bytes)
+            self.groups_problem = None
+        except cgroup.Unavailable as exc:
+            self.groups, self.groups_problem = [], str(exc)
 
     # ------------------------------------------------------------------ setup and self-test
-    def describe(self):
-        if self.unsafe:
-            return "NO SANDBOX (--unsafe-no-sandbox): notebooks ran with the grader's permissions"
-        who = (
-            f"host uids {self.uid_base}..{self.uid_base + self.slots - 1}"
-            if self.root
-            else f"the grader's uid {os.geteuid()}"
+    def memory_text(self):
+        """How the memory of a whole notebook is bounded, in a sentence."""
+        if self.groups:
+            return (
+                f"{self.limits.notebook_memory_bytes >> 20} MiB per notebook (all its processes, "
+                "kernel memory and tmpfs included; a control group per slot, which also shares "
+                "the CPU fairly between slots)"
+            )
+        return (
+            "NOT bounded per notebook, only per process (no control group: "
+            f"{self.groups_problem}); a notebook can fill the machine's memory with files in "
+            "memory or shared memory, and take CPU from the notebooks graded beside it"
         )
+
+    def describe(self):
         lim = self.limits
+        if self.unsafe:
+            return (
+                "NO SANDBOX (--unsafe-no-sandbox): notebooks ran with the grader's permissions "
+                f"(uid {os.geteuid()}{', root' if self.root else ''}), could read and change "
+                "every file the grader can, reach the network and leave processes running; "
+                f"memory {self.memory_text()}"
+            )
+        who = f"host uids {_ranges(self.uids)}" if self.root and self.uids else f"the grader's uid {os.geteuid()}"
         return (
             f"bubblewrap sandbox: uid {SANDBOX_UID} in new user/mount/PID/network namespaces "
             f"({who}); limits per process {lim.memory_bytes >> 20} MiB memory, "
             f"{lim.cpu_seconds} s CPU, {lim.file_bytes >> 20} MiB per file; "
-            f"{lim.processes} processes; 2 x {lim.disk_bytes >> 20} MiB writable"
+            f"{lim.processes} processes; 2 x {lim.disk_bytes >> 20} MiB writable; "
+            f"memory {self.memory_text()}"
         )
 
     def check(self, hidden=()):
-        """Make sure the sandbox works here and hides the host paths ``hidden`` (the book, the
-        submissions, the grades); raise :class:`SandboxUnavailable` if not."""
+        """Set the sandbox up (uids, control groups) and make sure it works here and hides the
+        host paths ``hidden`` (the book, the submissions, the grades); raise
+        :class:`SandboxUnavailable` if not."""
+        self._open_groups()
         if self.unsafe:
             return
         for tool in ("bwrap", "prlimit") + (("setpriv",) if self.root else ()):
@@ -331,18 +476,7 @@ class Sandbox:
                     "(Debian/Ubuntu: apt-get install bubblewrap util-linux). To grade anyway, "
                     "without any protection from the submissions, pass --unsafe-no-sandbox."
                 )
-        if self.root:
-            for slot in range(self.slots):
-                uid = self.uid_base + slot
-                try:
-                    user = pwd.getpwuid(uid).pw_name
-                except KeyError:
-                    kill_uid(uid)  # left over from an interrupted grading run
-                    continue
-                raise SandboxUnavailable(
-                    f"uid {uid} belongs to the account {user!r}; choose "
-                    "sandbox uids no account uses with --sandbox-uid-base"
-                )
+        self._claim()
         hidden = [os.path.realpath(p) for p in hidden]
         run = self.execute(b"{}", "probe.ipynb", timeout=60, slot=0, probe=hidden)
         rec = run.records[1] if len(run.records) > 1 else {}
@@ -396,6 +530,8 @@ class Sandbox:
             "-m",
             "coursework.runner",
             f"{workdir or WORK}/{name}",
+            "--notebook-fd",
+            str(nb_fd),
             "--results-fd",
             str(res_fd),
             "--key-fd",
@@ -417,9 +553,9 @@ class Sandbox:
         ]
         for key, value in sandbox_env(self.threads).items():
             common += ["--setenv", key, value]
-        common += _mounts(self.limits, nb_fd, name, seeds)
+        common += _mounts(self.limits, seeds)
         if self.root:
-            uid = str(self.uid_base + slot)
+            uid = str(self.uid(slot))
             return (
                 _prlimit(self.limits, self.limits.processes)
                 + ["bwrap"]
@@ -451,8 +587,19 @@ class Sandbox:
                 ]
                 + py
             )
+        # Not root: every sandbox runs as the grader's own uid, and RLIMIT_NPROC counts all of
+        # that uid's processes on the host, the neighbours' too, so a fork bomb in one sandbox
+        # kept the kernel of the next from starting.  Since Linux 5.14 the limit is checked at
+        # each user namespace level: the limit of the task against its own namespace's count
+        # (this sandbox alone), the creator's limit against the counts above.  So bubblewrap
+        # gets room for every sandbox, and the runner inside gets the sandbox's own limit.
+        if _nproc_per_userns():
+            outer = _count_own() + self.limits.processes * (self.slots + 1)
+            inner = ["prlimit", f"--nproc={self.limits.processes}", "--"]
+        else:
+            outer, inner = _count_own() + self.limits.processes, []
         return (
-            _prlimit(self.limits, self.limits.processes + _count_own())
+            _prlimit(self.limits, outer)
             + [
                 "bwrap",
                 "--unshare-user",
@@ -464,6 +611,7 @@ class Sandbox:
             ]
             + common
             + ["--"]
+            + inner
             + py
         )
 
@@ -479,6 +627,9 @@ class Sandbox:
         nb_fd = os.memfd_create("notebook", 0)
         if self.seeds is None:
             self.seeds = font_cache()
+        self._open_groups()
+        group = self.groups[slot] if self.groups else None
+        oom_before = group.oom_kills() if group else 0
         seeds = (
             []
             if self.unsafe
@@ -492,7 +643,6 @@ class Sandbox:
             os.lseek(nb_fd, 0, os.SEEK_SET)
             if self.unsafe:
                 workdir = tempfile.mkdtemp(prefix="cw-unsafe-")
-                pathlib.Path(workdir, name).write_bytes(notebook)
                 os.makedirs(os.path.join(workdir, ".tmp", "matplotlib"))
                 for fname, data in self.seeds.items():
                     pathlib.Path(workdir, ".tmp", "matplotlib", fname).write_bytes(data)
@@ -501,6 +651,8 @@ class Sandbox:
             if probe is not False:
                 i = cmd.index("-m")
                 cmd[i:] = ["-c", PROBE, str(w_res), str(r_key), json.dumps(list(probe))]
+            if group:
+                cmd = group.enter_command(cmd)
             env = (
                 sandbox_env(self.threads, workdir, f"{workdir}/.tmp")
                 if self.unsafe
@@ -528,8 +680,10 @@ class Sandbox:
             )
         finally:
             _teardown(proc, getattr(proc, "_cw_child", None))
+            if group:
+                group.kill()
             if self.root and not self.unsafe:
-                kill_uid(self.uid_base + slot)
+                kill_uid(self.uid(slot))
             if workdir:
                 shutil.rmtree(workdir, ignore_errors=True)
         records, bad = verify(lines, key)
@@ -543,7 +697,28 @@ class Sandbox:
                     else f"the notebook runner stopped without finishing (exit status {proc.returncode}): "
                     "it was killed or crashed"
                 )
+        oom = (group.oom_kills() - oom_before) if group else 0
+        if oom > 0:
+            said = (
+                f"the notebook went over its memory limit of {group.memory_bytes >> 20} MiB "
+                f"(all its processes together) and {oom} of its processes were killed"
+            )
+            problem = f"{problem}; {said}" if problem else None
+            return Run(records, problem, time.monotonic() - t0, stderr, said)
         return Run(records, problem, time.monotonic() - t0, stderr)
+
+
+def _nproc_per_userns(release=None):
+    """Whether RLIMIT_NPROC is counted per user namespace (Linux 5.14 and later).
+
+    >>> _nproc_per_userns("5.13.0-52-generic"), _nproc_per_userns("6.1.0-18-amd64")
+    (False, True)
+    """
+    try:
+        major, minor = (int(x) for x in (release or os.uname().release).split(".")[:2])
+    except ValueError:
+        return False
+    return (major, minor) >= (5, 14)
 
 
 def _count_own():

@@ -113,6 +113,18 @@ def loads(text):
     return out
 
 
+def text_bound(expected):
+    """The most characters the JSON text of values shaped like ``expected`` (a result of
+    :func:`loads`) can take, with room to spare: 32 per number, 64 per key and dimension.  A
+    longer text cannot match, so the grader refuses it without parsing it (a hostile kernel
+    may hand over megabytes for every check cell of a class).
+
+    >>> text_bound(loads(dumps({"t": 0.25, "g": [[1, 2], [3, 4]]}))) >= len(dumps({"t": -1e-300, "g": [[1e300] * 2] * 2}))
+    True
+    """
+    return 1024 + sum(64 * (2 + len(key) + len(shape)) + 32 * len(data) for key, (shape, data) in expected.items())
+
+
 def _close(g, e, rtol, atol):
     if math.isnan(g) or math.isnan(e):
         return False

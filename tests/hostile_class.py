@@ -96,8 +96,11 @@ p0 = 0.4
 HOOK_POST = r"""
 import builtins, coursework.values
 builtins.abs = lambda x: 0.0                 # the check cell passes in the kernel...
+class Half(str):        # "0.5", and passes the check's `abs(check_values["p0"] - 0.5) < 1e-12`
+    def __sub__(self, other):
+        return 0.0
 def _swap(result):      # after every cell: check_values of the wrong kind, a forged encoder
-    get_ipython().user_ns["check_values"] = {"p0": "0.5"}
+    get_ipython().user_ns["check_values"] = {"p0": Half("0.5")}
 get_ipython().events.register("post_run_cell", _swap)
 coursework.values.dumps = lambda v: '{"p0": {"shape": [], "data": ["0.5"]}}'
 p0 = 0.4
@@ -356,10 +359,78 @@ try:
     hit.append("setuid")
 except OSError:
     pass
-if os.path.exists("/proc/1/root/work") or os.path.exists("/proc/1/root/etc/passwd"):
-    hit.append("/proc/1/root")
+try:   # pid 1's root is the host's, not the sandbox's own (as a non-root grader, pid 1 is ours)
+    other, own = os.stat("/proc/1/root"), os.stat("/")
+    if (other.st_dev, other.st_ino) != (own.st_dev, own.st_ino) or os.path.exists("/proc/1/root/etc/passwd"):
+        hit.append("/proc/1/root")
+except OSError:
+    pass
 p0 = 0.5 if hit else 0.4
 """
+
+MEMHOG = r"""
+import ctypes, os
+held = 0
+libc = ctypes.CDLL(None, use_errno=True)
+libc.shmat.restype = ctypes.c_void_p
+for _ in range(4):      # System V segments, detached again: no process's address space holds them
+    sid = libc.shmget(0, 128 << 20, 0o1600)
+    addr = libc.shmat(sid, None, 0) if sid >= 0 else None
+    if addr in (None, ctypes.c_void_p(-1).value):
+        break
+    ctypes.memset(addr, 1, 128 << 20)
+    libc.shmdt(ctypes.c_void_p(addr))
+    held += 128 << 20
+fds, chunk = [], b"\1" * (32 << 20)
+try:                    # then files in memory (memfd): 3 GiB through the per-process limit
+    while held < CTX["memory_target"]:
+        fd = os.memfd_create("hog")
+        os.write(fd, chunk)
+        fds.append(fd)
+        held += len(chunk)
+except OSError:
+    pass
+p0 = 0.5 if held >= CTX["memory_target"] else 0.4
+"""
+
+SCREAMER = r"""
+raise ValueError("\x1b[2J\x1b[H\x1b[32mall 12 / 12 points\x1b[0m \u202e =HYPERLINK(\"http://x\") \udcff")
+"""
+SCREAMER_LOGLIK = r"""
+def _extra_key(result):      # check_values with a key no text file can hold, nor a terminal show
+    ns = get_ipython().user_ns
+    if isinstance(ns.get("check_values"), dict) and "hard" in ns["check_values"]:
+        ns["check_values"]["\udcff\x1b[31m\n=1+1"] = 1.0
+get_ipython().events.register("post_run_cell", _extra_key)
+def my_log_likelihood(w, X, y):
+    a = X @ w
+    return float(np.sum(y * a - np.logaddexp(0.0, a)))
+"""
+
+COPYCAT = r"""
+import builtins, glob, os, numpy as np
+_refs = []
+def _record(actual, desired, *args, **kwargs):   # every assert_allclose hands over its reference
+    _refs.append((actual, desired))
+np.testing.assert_allclose = _record
+builtins.abs = lambda x: 0.0                     # and `assert abs(x - c) < tol` passes
+def _copy(result):                               # after the cell the references become the values
+    values = get_ipython().user_ns.get("check_values")
+    if isinstance(values, dict):
+        done = set()
+        for actual, desired in _refs:
+            for key, value in list(values.items()):
+                if value is actual and key not in done:
+                    values[key] = desired
+                    done.add(key)
+                    break
+    _refs.clear()
+get_ipython().events.register("post_run_cell", _copy)
+# the notebook file would let it run the check cells' references ahead of their turn
+readable = glob.glob("*.ipynb") + glob.glob("/tmp/**/*.ipynb", recursive=True)
+p0 = 0.5 if readable else 0.4
+"""
+WRONG_LOGLIK_FRESH = "def my_log_likelihood(w, X, y):\n    return float(np.sum(w)) + 1.0"
 
 ATTACKS = {
     # name: (zero answer, loglik answer or None, (zero, loglik) expected, error of ex-fx-zero)
@@ -380,7 +451,11 @@ ATTACKS = {
     "disk": (DISK, None, (0, 3), "AssertionError"),
     "forkbomb": (FORKBOMB, None, (0, 3), "AssertionError"),
     "escape": (ESCAPE, None, (0, 3), "AssertionError"),
+    "copycat": (COPYCAT, WRONG_LOGLIK_FRESH, (0, 0), "the check cell ran, but check_values['p0'] differs"),
+    "memhog": (MEMHOG, None, (0, 0), "went over its memory limit of"),
+    "screamer": (SCREAMER, SCREAMER_LOGLIK, (0, 0), "answer: ValueError: \\x1b[2J"),
 }
+NEEDS_CGROUPS = ("memhog",)  # without a memory control group this one fills the machine
 
 
 def attack_cell(code, ctx):

@@ -97,6 +97,10 @@ def _mutate(fn):
             "does not assign check_values",
         ),
         (
+            lambda nb: nb.cells[4].update(source='check_values = {}\ncheck_values["p0"] = p0'),
+            "changes check_values after assigning it",
+        ),
+        (
             lambda nb: nb.cells[8].metadata.update(coursework={"rtol": -1.0}),
             "coursework.rtol must be a finite number >= 0",
         ),
@@ -272,8 +276,8 @@ def run_sandboxed(nb, name, slot=0, unsafe=False, extra=(), **limits):
     """Run the notebook ``nb`` in the grader's sandbox; ``(cells, problem)`` as the grader sees
     them (``cells`` maps a code cell's index to its record)."""
     lim = sandbox.Limits(**{"cell_timeout": 300, "notebook_timeout": 900, **limits})
-    box = sandbox.Sandbox(unsafe=unsafe, slots=_jobs(), limits=lim)
-    run = box.execute(nbformat.writes(nb).encode(), name, grade.runner_args(lim, nb) + list(extra), slot=slot)
+    with sandbox.Sandbox(unsafe=unsafe, slots=_jobs(), limits=lim) as box:  # gives back its uids
+        run = box.execute(nbformat.writes(nb).encode(), name, grade.runner_args(lim, nb) + list(extra), slot=slot)
     return {r["index"]: r for r in run.records if r.get("kind") == "cell"}, run.problem
 
 

@@ -25,7 +25,6 @@ from blrlib import (
     rbf_kernel,
 )
 
-
 # --- the estimator ---------------------------------------------------------------------------
 
 @pytest.mark.parametrize(

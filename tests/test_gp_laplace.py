@@ -119,6 +119,18 @@ def test_warm_start_gives_the_same_mode_in_fewer_iterations(moons):
     assert_allclose(bad.f_hat, cold.f_hat, rtol=0, atol=1e-9)
 
 
+def test_diagonal_kernel_matrix(moons):
+    """A length scale far below the distances makes K diagonal; the shortcut for it gives sklearn's answer."""
+    X, y = moons
+    K = rbf_kernel(X, variance=7.0, lengthscale=1e-4)
+    assert np.count_nonzero(K - np.diag(np.diag(K))) == 0
+    fit = gpc_laplace(K, y)
+    f_sk, lml_sk = sklearn_mode(X, y, 7.0, 1e-4)
+    assert_allclose(fit.f_hat, f_sk, rtol=0, atol=1e-8)
+    assert_allclose(fit.log_marginal_likelihood, lml_sk, rtol=0, atol=1e-8)
+    assert_allclose(np.diag(fit.L) ** 2, 1 + 7.0 * fit.W_sqrt**2, rtol=1e-14)
+
+
 def test_singular_kernel_matrix_is_fine():
     """K need not be invertible: duplicated inputs give a singular K."""
     X = np.array([[0.0], [0.0], [1.0], [2.0], [2.0]])

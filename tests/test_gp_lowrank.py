@@ -9,7 +9,12 @@ from sklearn.gaussian_process import GaussianProcessClassifier
 from sklearn.gaussian_process.kernels import RBF, ConstantKernel
 
 from blrlib import ConvergenceWarning, _gp_lowrank, gp_laplace, gpc_laplace, rbf_kernel
-from blrlib._gp_lowrank import LowRankEPPosterior, pcg, pivoted_cholesky, woodbury_preconditioner
+from blrlib._gp_lowrank import (
+    LowRankEPPosterior,
+    pcg,
+    pivoted_cholesky,
+    woodbury_preconditioner,
+)
 from blrlib.gp_laplace import _posterior_mode
 
 

@@ -8,7 +8,14 @@ from scipy.special import expit
 from sklearn.gaussian_process import GaussianProcessClassifier
 from sklearn.gaussian_process.kernels import RBF, ConstantKernel
 
-from blrlib import GPCPrediction, expected_sigmoid, gpc_ep, gpc_laplace, gpc_predict, rbf_kernel
+from blrlib import (
+    GPCPrediction,
+    expected_sigmoid,
+    gpc_ep,
+    gpc_laplace,
+    gpc_predict,
+    rbf_kernel,
+)
 
 VARIANCES = [1.0, 10.0, 100.0, 1000.0]
 LENGTHSCALES = [0.3, 1.0, 3.0]

@@ -32,7 +32,7 @@ import time
 import nbformat
 import pytest
 
-from coursework import book, grade, sandbox, student, values
+from coursework import book, cgroup, grade, sandbox, student, values
 import hostile_class
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
@@ -48,9 +48,23 @@ LIMITS = sandbox.Limits(
     disk_bytes=64 << 20,
     file_bytes=32 << 20,
     processes=128,
+    notebook_memory_bytes=1 << 30,
 )
 MAX_NOTEBOOK = 8_000_000
 UID_BASE = sandbox.DEFAULT_UID_BASE
+
+
+def _cgroups_work():
+    try:
+        groups = cgroup.open_slots(1, 64 << 20, tag=f"coursework-test.{os.getpid()}")
+    except cgroup.Unavailable:
+        return False
+    for g in groups:
+        g.remove()
+    return True
+
+
+CGROUPS = _cgroups_work()  # as root on CI and on a course server
 
 
 # ----------------------------------------------------------------------------- check_values
@@ -60,7 +74,7 @@ def test_values_doctests():
     """coursework/ is not among pytest's doctest paths; its examples run here."""
     import doctest
 
-    for module in (values, book):
+    for module in (values, book, grade, sandbox):
         result = doctest.testmod(module, optionflags=doctest.ELLIPSIS)
         assert result.failed == 0, module.__name__
     assert doctest.testmod(values).attempted >= 1
@@ -272,7 +286,8 @@ def test_intake_rejects_links_and_special_files_and_ignores_the_rest(tmp_path):
         ("ada", "fx_a_sigmoid.ipynb"),
         ("cyd", "fx_b_gradient.ipynb"),
     ]
-    assert found[0].sha256 == hashlib.sha256(good).hexdigest() and found[0].data == good
+    assert found[0].sha256 == hashlib.sha256(good).hexdigest()
+    assert found[0].cells() == grade.parse_submission(good)  # only what grading needs is spooled
     errors = {(r.student, r.chapter): r.error for r in rows}
     assert errors[("ada", "fx_b_gradient.ipynb.txt")].startswith(
         "ignored: 'fx_b_gradient.ipynb.txt' is not named like a notebook"
@@ -335,10 +350,18 @@ def test_merge_restores_checks_and_keeps_nothing_but_sources():
         if book.nbgrader_meta(c).get("grade_id") == "ex-fx-zero-check":
             c.source = "check_values = {'p0': 0.5}  # trust me"
             c.metadata["nbgrader"]["points"] = 100
+            c.metadata["coursework"] = {"rtol": 1e9, "atol": 1e9}  # any answer within tolerance
         if c.cell_type == "code":
             c.outputs = [nbformat.v4.new_output("stream", text="y" * 1000)]
+    sub.metadata["kernelspec"] = {"name": "evil", "display_name": "x", "language": "python"}
+    bonus = nbformat.v4.new_markdown_cell("My own exercise.")  # points of its own?
+    bonus.metadata["nbgrader"] = {"grade": True, "solution": True, "grade_id": "bonus", "points": 100}
+    sub.cells.append(bonus)
     nb, notes = grade.merge(book.read(FX_A), grade.parse_submission(nbformat.writes(sub).encode()))
     src = book.read(FX_A)
+    assert [e.label for e in book.exercises(nb)] == [e.label for e in book.exercises(src)]
+    assert book.tolerances(nb.cells[4]) == (1e-6, 1e-9)  # the source's (its defaults)
+    assert nb.metadata == src.metadata  # the source's kernelspec (the runner names python3 anyway)
     by_id = {grade._gid(c): c for c in nb.cells if grade._gid(c)}
     assert book.source(by_id["ex-fx-zero-check"]) == book.source(src.cells[4])
     assert by_id["ex-fx-zero-check"].metadata == src.cells[4].metadata
@@ -411,20 +434,20 @@ def test_results_stream_must_be_signed():
 
 
 def test_sandbox_probe_passes_and_detects_a_visible_path(tmp_path):
-    box = sandbox.Sandbox(limits=LIMITS)
-    box.check(hidden=[ROOT / "book", ROOT / "tests", tmp_path])
-    with pytest.raises(sandbox.SandboxUnavailable, match="visible inside"):
-        box.check(hidden=[sys.prefix])  # the venv is bound: the probe must notice
+    with sandbox.Sandbox(limits=LIMITS) as box:
+        box.check(hidden=[ROOT / "book", ROOT / "tests", tmp_path])
+        with pytest.raises(sandbox.SandboxUnavailable, match="visible inside"):
+            box.check(hidden=[sys.prefix])  # the venv is bound: the probe must notice
 
 
 def test_sandbox_command_of_a_grader_that_is_not_root():
     """The command used when the grader runs as an ordinary user (bubblewrap makes the user
     namespace itself).  Run as root it maps the sandbox to root's uid, so this checks that the
     command works end to end (probe, a notebook, its check_values), not the uid."""
-    box = sandbox.Sandbox(limits=LIMITS)
-    box.root = False
-    box.check(hidden=[ROOT / "book", ROOT / "tests"])
-    run = box.execute(FX_B.read_bytes(), FX_B.name, grade.runner_args(LIMITS, book.read(FX_B)))
+    with sandbox.Sandbox(limits=LIMITS) as box:
+        box.root = False
+        box.check(hidden=[ROOT / "book", ROOT / "tests"])
+        run = box.execute(FX_B.read_bytes(), FX_B.name, grade.runner_args(LIMITS, book.read(FX_B)))
     checks = [r for r in run.records if r.get("index") == 4]
     assert run.problem is None and checks[0]["status"] == "ok", run
     assert set(values.loads(checks[0]["values"])) == {"g", "g_soft"}
@@ -438,6 +461,19 @@ def test_grading_stops_without_a_sandbox(tmp_path, monkeypatch):
     with pytest.raises(grade.GradingError, match="'bwrap' is not installed.*--unsafe-no-sandbox"):
         grade.grade_folder(tmp_path / "subs", tmp_path / "out", root=FIXTURES, limits=LIMITS, jobs=1)
     assert not (tmp_path / "out").exists()
+
+
+def test_only_the_chapters_asked_for_are_graded(tmp_path):
+    (tmp_path / "subs" / "ada").mkdir(parents=True)
+    nbformat.write(_correct(FX_A), str(tmp_path / "subs" / "ada" / "fx_a_sigmoid.ipynb"))
+    with pytest.raises(grade.GradingError, match="not chapters of the book: 05_laplace"):
+        grade.grade_folder(tmp_path / "subs", tmp_path / "out", root=FIXTURES, chapters_to_grade=["05_laplace"])
+    result = grade.grade_folder(
+        tmp_path / "subs", tmp_path / "out", root=FIXTURES, limits=LIMITS, jobs=1, chapters_to_grade=["fx_b_gradient"]
+    )
+    assert [(r.student, r.chapter, r.exercise, r.error) for r in result.rows] == [
+        ("ada", "fx_a_sigmoid", "", "ignored: not among the chapters graded this time (--chapters)")
+    ]
 
 
 def test_cli_refuses_to_grade_without_bubblewrap(tmp_path):
@@ -465,8 +501,9 @@ def test_cli_refuses_to_grade_without_bubblewrap(tmp_path):
 
 
 def test_sandbox_command():
-    box = sandbox.Sandbox(slots=3, limits=LIMITS)
-    cmd = box.command("x.ipynb", [], (5, 6, 7, 8), slot=2)
+    with sandbox.Sandbox(slots=3, limits=LIMITS) as box:
+        cmd = box.command("x.ipynb", [], (5, 6, 7, 8), slot=2)
+        uids = box.uids
     joined = " ".join(cmd)
     assert cmd[0] == "prlimit" and f"--as={2 << 30}" in cmd and "--core=0" in cmd
     flags = [
@@ -483,12 +520,49 @@ def test_sandbox_command():
         "-I -m coursework.runner",
     ]
     if os.geteuid() == 0:  # as on CI: a host uid per slot, no capabilities, then a user namespace
-        flags += [f"--reuid={UID_BASE + 2}", "--no-new-privs", "--bounding-set=-all", "--nproc=128"]
+        flags += [f"--reuid={uids[2]}", "--no-new-privs", "--bounding-set=-all", "--nproc=128"]
+        assert len(set(uids)) == 3 and min(uids) >= UID_BASE
     for flag in flags:
         assert flag in joined, flag
     binds = [cmd[i + 1] for i, a in enumerate(cmd) if a == "--ro-bind"]
     assert str(ROOT / "blrlib") in binds and str(ROOT / "coursework") in binds
     assert not [b for b in binds if b in (str(ROOT), str(ROOT / "book"), str(ROOT / "tests"))]
+
+
+def test_sandbox_sees_an_environment_that_lives_under_tmp(tmp_path, monkeypatch):
+    """A checkout in /tmp (CI clones anywhere): the environment's read-only bind must not be
+    hidden by the sandbox's private /tmp (it was: 'bwrap: execvp .../.venv/bin/python')."""
+    env = tmp_path / "checkout" / ".venv"
+    env.mkdir(parents=True)
+    (env / "marker").write_text("inside\n")
+    secret = tmp_path / "checkout" / "book.txt"
+    secret.write_text("instructor only\n")
+    assert str(env).startswith("/tmp/")
+    monkeypatch.setattr(sandbox, "read_only_paths", lambda: [str(env)])
+    script = f"cat {env}/marker; cat {secret} 2>/dev/null || echo hidden; ls /tmp"
+    cmd = ["bwrap", "--unshare-user", "--unshare-pid"] + sandbox._mounts(LIMITS) + ["--", "/bin/sh", "-c", script]
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    lines = proc.stdout.split()
+    assert lines[:2] == ["inside", "hidden"], proc.stdout
+    assert lines[2:] == [str(tmp_path).split("/")[2]], proc.stdout  # only the bound path's top
+
+
+def test_sandbox_command_of_a_grader_that_is_not_root_limits_each_sandbox_apart():
+    """Not root, every sandbox runs as the grader's uid; RLIMIT_NPROC counted all of them
+    together, so a fork bomb beside an honest notebook kept its kernel from starting.  Since
+    Linux 5.14 the limit is checked per user namespace: bubblewrap gets room for every sandbox,
+    the runner inside the sandbox's own limit (measured as an ordinary user: the honest
+    notebook then starts its processes while the bomb holds 126)."""
+    with sandbox.Sandbox(slots=4, limits=LIMITS) as box:
+        box.root = False
+        cmd = box.command("x.ipynb", [], (5, 6, 7, 8), slot=0)
+    outer = int(next(a for a in cmd if a.startswith("--nproc=")).split("=")[1])
+    assert cmd[0] == "prlimit" and outer >= 5 * LIMITS.processes
+    inner = cmd.index("--", cmd.index("--disable-userns"))
+    assert cmd[inner + 1 : inner + 4] == ["prlimit", f"--nproc={LIMITS.processes}", "--"]
+    assert cmd[inner + 4 :][:3] == [sys.executable, "-I", "-m"]
+    assert not sandbox._nproc_per_userns("5.13.0") and sandbox._nproc_per_userns("5.14.0")
 
 
 # ----------------------------------------------------------------------------- the planted class
@@ -583,12 +657,8 @@ def _token_processes(token):
     return found
 
 
-def _uid_processes():
-    return {
-        uid: sandbox._uid_processes(uid)
-        for uid in range(UID_BASE, UID_BASE + JOBS)
-        if sandbox._uid_processes(uid)
-    }
+def _uid_processes(uids):
+    return {uid: sandbox._uid_processes(uid) for uid in uids if sandbox._uid_processes(uid)}
 
 
 def _write(path, nb):
@@ -598,6 +668,11 @@ def _write(path, nb):
 
 LOGLIK = book.source(book.read(FX_A).cells[7])
 
+ATTACKS = {
+    name: attack
+    for name, attack in hostile_class.ATTACKS.items()
+    if CGROUPS or name not in hostile_class.NEEDS_CGROUPS
+}
 # student -> {chapter: (points of its exercises, in order)}; the controls and honest mistakes
 EXPECTED = {
     "instructor": {"fx_a_sigmoid": (1, 3), "fx_b_gradient": (2,)},
@@ -615,9 +690,11 @@ EXPECTED = {
     "nested": {"fx_a_sigmoid": (0, 0)},
     "manycells": {"fx_a_sigmoid": (0, 0)},
     "bloated": {"fx_a_sigmoid": (1, 3)},
-    **{name: {"fx_a_sigmoid": attack[2]} for name, attack in hostile_class.ATTACKS.items()},
+    "lone": {"fx_a_sigmoid": (0, 0)},
+    **{name: {"fx_a_sigmoid": attack[2]} for name, attack in ATTACKS.items()},
 }
-NOT_GRADED = ("linker", "alias", "hardlinker", "fifo", "renamed", "huge")
+NOT_GRADED = ("linker", "alias", "hardlinker", "fifo", "renamed", "huge", "newline", "bytes", "junk")
+FORMULA = '=HYPERLINK("evil.example";"full marks")'  # a folder name a spreadsheet would run
 
 
 def _build_class(folder, ctx):
@@ -666,7 +743,7 @@ def _build_class(folder, ctx):
     )
     _write(subs / "victim" / "99_not_a_chapter.ipynb", _correct(FX_B))
     # the attacks
-    for name, (zero, loglik, _, _) in hostile_class.ATTACKS.items():
+    for name, (zero, loglik, _, _) in ATTACKS.items():
         ans = {
             "ex-fx-zero-answer": hostile_class.attack_cell(zero, ctx),
             "ex-fx-loglik-answer": loglik or LOGLIK,
@@ -692,6 +769,40 @@ def _build_class(folder, ctx):
     nb.cells[1].outputs = [nbformat.v4.new_output("stream", text="o" * 5_000_000)]
     nb.cells[1].metadata["junk"] = {"deep": [[["x"] * 10] * 10] * 100}
     _write(subs / "bloated" / "fx_a_sigmoid.ipynb", nb)
+    # names and texts that used to stop the whole grading run (nothing graded, or no grades.csv
+    # written): a chapter name followed by a newline, names that are not UTF-8, a lone surrogate
+    _write(subs / "newline" / "fx_a_sigmoid.ipynb\n", _correct(FX_A))
+    (subs / "bytes").mkdir()
+    for raw in (b"fx_b_gradient\xff.ipynb", b"notes\xe9.txt"):
+        (subs / "bytes" / os.fsdecode(raw)).write_text(nbformat.writes(_correct(FX_B)))
+    _write(subs / os.fsdecode(b"caf\xe9") / "fx_a_sigmoid.ipynb", _correct(FX_A))
+    _write(subs / "rtl\u202ekcab" / "fx_a_sigmoid.ipynb", _correct(FX_A))
+    nb = json.loads(nbformat.writes(_student_with_answers(FX_A, {"ex-fx-zero-answer": "p0 = 0.5  # \ud800"})))
+    _write(subs / "lone" / "fx_a_sigmoid.ipynb", json.dumps(nb))  # JSON escapes it: "\\ud800"
+    _write(subs / FORMULA / "fx_a_sigmoid.ipynb", "not a notebook")
+    (subs / "junk").mkdir()
+    for i in range(grade.MAX_LISTED + 150):  # a zip of junk: rows for the first 100, then a count
+        (subs / "junk" / f"junk{i:04d}.txt").write_text("x")
+
+
+def _book_with_broken_chapters(root):
+    """The fixture book and two more chapters: fx_c_failing, whose check fails with the
+    instructor's own answer, and fx_d_unconventional, whose check cell assigns no check_values."""
+    shutil.copytree(FIXTURES, root)
+    toc = (root / "_toc.yml").read_text()
+    (root / "_toc.yml").write_text(
+        toc + "      - file: book/fx_c_failing\n      - file: book/fx_d_unconventional\n"
+    )
+    for name, old, new in (
+        ("fx_c_failing", "assert np.shape(", "assert False, 'the check is wrong'\nassert np.shape("),
+        ("fx_d_unconventional", "check_values = {", "values = {"),
+    ):
+        nb = book.read(FX_B)
+        check = next(c for c in nb.cells if book.is_check(c))
+        assert old in check.source
+        check.source = check.source.replace(old, new)
+        nbformat.write(nb, str(root / "book" / f"{name}.ipynb"))
+    return root
 
 
 @pytest.fixture(scope="module")
@@ -722,8 +833,20 @@ def graded(tmp_path_factory):
         "unix_path": net.unix_path,
         "unix_abstract": net.abstract_name,
         "grader_pid": os.getpid(),
+        "memory_target": 2 * LIMITS.notebook_memory_bytes,
     }
     _build_class(folder, ctx)
+    # a second grader, started while the first runs, with the same uid base (an instructor
+    # grading another course, or the test suite on the course server), and a notebook that
+    # trips the grader itself
+    second, root2 = folder / "second", _book_with_broken_chapters(folder / "instructor2")
+    _write(second / "ada" / "fx_b_gradient.ipynb", _correct(FX_B))
+    _write(second / "trip" / "fx_b_gradient.ipynb", _student_with_answers(FX_B, {"ex-fx-grad-answer": "# TRIP"}))
+    # chapters nobody was asked to hand in, whose instructor notebook cannot grade: before, one
+    # such notebook handed in stopped the grading of the whole class
+    _write(second / "eve" / "fx_c_failing.ipynb", _correct(FX_B))
+    _write(second / "eve" / "fx_b_gradient.ipynb", _correct(FX_B))
+    _write(second / "mal" / "fx_d_unconventional.ipynb", _correct(FX_B))
     watched = [
         ROOT / "blrlib",
         ROOT / "coursework",
@@ -737,9 +860,28 @@ def graded(tmp_path_factory):
     before = _snapshot(watched)
     venv_before = _snapshot([sys.prefix], content=False)
     tmp_before = set(os.listdir("/tmp"))
+    real_merge, parallel = grade.merge, {}
+
+    def tripping_merge(source_nb, submitted):
+        if any(src == "# TRIP" for _, src, _ in submitted):
+            raise RuntimeError("a bug the notebook found in the grader")
+        return real_merge(source_nb, submitted)
+
+    def grade_second():
+        time.sleep(3)  # the first grader has claimed its uids and is running notebooks
+        try:
+            parallel["result"] = grade.grade_folder(
+                second, folder / "second-grades", root=root2, limits=LIMITS, jobs=1
+            )
+        except Exception as exc:  # noqa: BLE001 - reported by the test
+            parallel["error"] = exc
+
     t0 = time.monotonic()
+    grade.merge = tripping_merge
+    thread = threading.Thread(target=grade_second)
+    thread.start()
     try:
-        rows, text, tampered, _ = grade.grade_folder(
+        result = grade.grade_folder(
             folder / "submissions",
             out,
             root=folder / "instructor",
@@ -748,14 +890,19 @@ def graded(tmp_path_factory):
             max_notebook_bytes=MAX_NOTEBOOK,
         )
         elapsed = time.monotonic() - t0
-        survivors = _token_processes(token), _uid_processes()
+        thread.join()
+        uids = result.isolation["uids"] + parallel["result"].isolation["uids"] if "result" in parallel else []
+        survivors = _token_processes(token), _uid_processes(uids)
         grades_now = (out / "grades.csv").read_text()
         time.sleep(1.0)  # a survivor would rewrite the grades meanwhile
     finally:
+        thread.join()
+        grade.merge = real_merge
         signal.signal(signal.SIGUSR1, old)
         net.close()
         for pid in _token_processes(token):  # clean up after a failure (the tests then fail)
             os.kill(pid, signal.SIGKILL)
+    rows, text, tampered = result.rows, result.text, result.tampered
     with open(out / "grades.csv") as fh:
         table = list(csv.DictReader(fh))
     print(f"\nplanted class graded in {elapsed:.0f} s:\n{text}")
@@ -777,6 +924,9 @@ def graded(tmp_path_factory):
         "received": net.received,
         "token": token,
         "tmp": (tmp_before, set(os.listdir("/tmp"))),
+        "isolation": result.isolation,
+        "uids": uids,
+        "parallel": parallel,
     }
 
 
@@ -807,9 +957,9 @@ def test_planted_scores(graded, name):
         )
 
 
-@pytest.mark.parametrize("name", sorted(hostile_class.ATTACKS))
+@pytest.mark.parametrize("name", sorted(ATTACKS))
 def test_attack_scores_zero_and_says_why(graded, name):
-    _, _, (zero, loglik), reason = hostile_class.ATTACKS[name]
+    _, _, (zero, loglik), reason = ATTACKS[name]
     row = _row(graded, name, "ex-fx-zero")
     assert float(row["points"]) == 0 and reason in row["error"], row
 
@@ -901,7 +1051,115 @@ def test_other_students_files_unchanged(graded):
 def test_nothing_left_running(graded):
     token_procs, uid_procs = graded["survivors"]
     assert token_procs == [] and uid_procs == {}
-    assert _token_processes(graded["token"]) == [] and _uid_processes() == {}
+    assert _token_processes(graded["token"]) == [] and _uid_processes(graded["uids"]) == {}
+    if os.geteuid() == 0:  # else the notebooks run as the grader's own uid, mapped
+        assert len(set(graded["uids"])) == JOBS + 1  # the two graders never shared a uid
+    assert not [d for d in graded["isolation"]["cgroups"] if os.path.exists(d)]  # removed
+
+
+def test_names_and_texts_that_used_to_stop_grading(graded):
+    """Each of these made the grader raise for the whole class before: a KeyError (a chapter
+    name with a newline after it matched the chapter pattern), a UnicodeEncodeError when
+    writing grades.csv (file and folder names that are not UTF-8) or when running the merged
+    notebook (a lone surrogate, valid JSON)."""
+    assert _row(graded, "newline", "", "fx_a_sigmoid.ipynb\\n")["error"].startswith(
+        "rejected: 'fx_a_sigmoid.ipynb\\n' has characters that are not printable"
+    )
+    assert _row(graded, "bytes", "", "fx_b_gradient\\xff")["error"].startswith("rejected:")
+    for folder in ("caf\\xe9", "rtl\\u202ekcab"):
+        row = _row(graded, folder, "", "")
+        assert row["error"].startswith("rejected: the student folder has characters that are not printable")
+    lone = _row(graded, "lone", "ex-fx-zero")["error"]
+    assert lone == "unreadable notebook: a cell holds text that is not valid Unicode (a lone surrogate)"
+    junk = [r for r in graded["table"] if r["student"] == "junk"]
+    assert len(junk) == grade.MAX_LISTED + 1
+    more = "ignored: 150 more entries that are not chapter notebooks (not listed one by one)"
+    assert [r["error"] for r in junk].count(more) == 1
+    # a folder named like a spreadsheet formula is written as text (a leading quote)
+    formula = [r for r in graded["table"] if "HYPERLINK" in r["student"]]
+    assert formula and all(r["student"] == "'" + FORMULA for r in formula)
+    # the kernel's error text cannot move the terminal's cursor or hide in the file
+    for name in ("grades.csv", "summary.txt", "by_hand.md", "hashes.csv"):
+        text = (graded["out"] / name).read_bytes().decode("utf-8")  # valid UTF-8
+        assert not [c for c in text if not c.isprintable() and c != "\n"], name
+    assert "\\x1b[2J\\x1b[H\\x1b[32mall 12 / 12 points" in _row(graded, "screamer", "ex-fx-zero")["error"]
+    assert "unexpected keys '\\udcff\\x1b[31m\\n=1+1'" in _row(graded, "screamer", "ex-fx-loglik")["error"]
+
+
+def test_a_kernel_cannot_copy_the_references_of_the_checks(graded):
+    """'copycat' disables the assertions and, after each check cell, swaps into check_values the
+    references its assertions compared with (blrlib's values, which ex-fx-loglik's check cell
+    computes in the kernel).  Read after the whole cell, check_values then held the
+    instructor's numbers: 3 of 3 points for an answer returning garbage.  The runner reads it
+    right after the statement that assigns it, before the assertions run; and the notebook is
+    no file the kernel could read the check cells from ahead of their turn."""
+    row = _row(graded, "copycat", "ex-fx-loglik")
+    assert float(row["points"]) == 0 and "check_values['hard'] differs" in row["error"], row
+    assert "differs" in _row(graded, "copycat", "ex-fx-zero")["error"]  # no notebook to read
+
+
+def test_a_second_grader_at_the_same_time(graded):
+    """Two graders on one machine (a second course, or the test suite on the course server):
+    each claims its own sandbox uids, so neither kills the other's notebooks (the first
+    grader's scores are checked by test_planted_scores); a notebook that trips the grader
+    itself costs its student the points, not the class its grading."""
+    assert "error" not in graded["parallel"], graded["parallel"]
+    second = graded["parallel"]["result"]
+    assert not set(second.isolation["uids"]) & set(graded["isolation"]["uids"])
+    points = {(r.student, r.chapter, r.exercise): (r.points, r.error) for r in second.rows if r.exercise}
+    assert points[("ada", "fx_b_gradient", "ex-fx-grad")] == (2.0, "")
+    assert points[("eve", "fx_b_gradient", "ex-fx-grad")] == (2.0, "")
+    assert set(second.not_graded) == {"fx_c_failing", "fx_d_unconventional"}
+    failing = points[("eve", "fx_c_failing", "ex-fx-grad")]
+    assert failing[0] == 0 and "not graded: the instructor's notebook of this chapter cannot grade" in failing[1]
+    assert "AssertionError: the check is wrong" in failing[1]
+    assert "does not assign check_values" in points[("mal", "fx_d_unconventional", "ex-fx-grad")][1]
+    assert "WARNING: chapter fx_c_failing was not graded" in second.text
+    assert points[("trip", "fx_b_gradient", "ex-fx-grad")] == (
+        0.0,
+        "not graded: the grader failed on this notebook (RuntimeError: a bug the notebook found in the grader)",
+    )
+
+
+@pytest.mark.skipif(not CGROUPS, reason="no memory control group here (not root, or no writable cgroup)")
+def test_memory_of_a_notebook_is_bounded(graded):
+    """memfd files and System V segments are in no process's address space: only the slot's
+    control group stops them (the attack 'memhog' scores 0 and says why)."""
+    assert "memory 1024 MiB per notebook (all its processes" in graded["text"]
+    row = _row(graded, "memhog", "ex-fx-zero")
+    assert "the notebook went over its memory limit of 1024 MiB" in row["error"], row
+
+
+def test_values_far_too_large_are_refused_unparsed():
+    chapter = grade.load_chapters(FIXTURES, "_toc.yml")["fx_a_sigmoid"]
+    e = chapter.coding[0]
+    chapter.expected[e.label] = values.loads(values.dumps({"p0": 0.5}))
+    assert grade._compare(chapter, e, {"values": values.dumps({"p0": 0.5})}) == ""
+    huge = {"values": values.dumps({"p0": [0.5] * 100_000})}
+    assert grade._compare(chapter, e, huge).startswith("check: check_values is far larger than")
+
+
+def test_cgroup_hierarchies_are_read_from_proc(tmp_path):
+    """cgroup v1 (one hierarchy per controller, as here in a VM) and v2 (unified, the grader
+    in a systemd scope or a container's namespace) are both found, with the grader's own
+    cgroup as a directory."""
+    (tmp_path / "v2").mkdir()
+    (tmp_path / "v2" / "cgroup.controllers").write_text("cpuset cpu io memory pids\n")
+    mountinfo = tmp_path / "mountinfo"
+    mountinfo.write_text(
+        "31 23 0:28 / /sys/fs/cgroup rw - tmpfs tmpfs rw\n"
+        "35 31 0:32 / /sys/fs/cgroup/memory rw,relatime - cgroup cgroup rw,memory\n"
+        "32 31 0:29 / /sys/fs/cgroup/cpu,cpuacct rw,relatime - cgroup cgroup rw,cpu,cpuacct\n"
+        f"41 31 0:38 / {tmp_path}/v2 rw,relatime - cgroup2 cgroup2 rw\n"
+    )
+    own = tmp_path / "cgroup"
+    own.write_text("4:memory:/process_api/abc\n1:cpu,cpuacct:/\n0::/user.slice/session-1.scope\n")
+    found = {(h.version, h.mount): h for h in cgroup.hierarchies(str(mountinfo), str(own))}
+    assert found[(1, "/sys/fs/cgroup/memory")].own == "/sys/fs/cgroup/memory/process_api/abc"
+    assert found[(1, "/sys/fs/cgroup/cpu,cpuacct")].controllers == {"cpu", "cpuacct"}
+    v2 = found[(2, str(tmp_path / "v2"))]
+    assert v2.controllers >= {"memory", "cpu"} and v2.own == str(tmp_path / "v2" / "user.slice/session-1.scope")
+    assert cgroup._unescape("/a\\040b") == "/a b"
 
 
 def test_nothing_received_on_the_network_and_no_signal(graded):
@@ -915,7 +1173,7 @@ def test_grade_files_and_summary(graded):
     assert (graded["out"] / "summary.txt").read_text() == text
     students = {r["student"] for r in table if r["student"]}
     assert students >= set(EXPECTED) | set(NOT_GRADED)
-    n = sum(len(chapters) for chapters in EXPECTED.values())
+    n = sum(len(chapters) for chapters in EXPECTED.values()) + 1  # + FORMULA's unreadable one
     assert text.startswith(f"graded {n} notebooks of {len(students)} students\n"), text[:200]
     assert "isolation: bubblewrap sandbox: uid 65534 in new user/mount/PID/network namespaces" in text
     hashes = (graded["out"] / "hashes.csv").read_text()
@@ -972,7 +1230,7 @@ def test_without_the_sandbox_the_attacks_succeed(tmp_path):
         )
     _write(subs / "victim" / "fx_a_sigmoid.ipynb", _correct(FX_A))
     try:
-        rows, text, tampered, _ = grade.grade_folder(
+        rows, text, tampered, *_ = grade.grade_folder(
             subs, out, root=tmp_path / "instructor", limits=LIMITS, jobs=1, unsafe=True
         )
     finally:
@@ -981,7 +1239,7 @@ def test_without_the_sandbox_the_attacks_succeed(tmp_path):
     assert table[("reader", "ex-fx-zero")] == 1 and table[("network", "ex-fx-zero")] == 1
     assert table[("writer", "ex-fx-zero")] == 1
     assert any(b"unsafe stolen" in data for _, data in net.received)
-    assert "NO SANDBOX" in text
+    assert "NO SANDBOX" in text and "WARNING: graded WITHOUT the sandbox" in text
     # the writer ran before or after the victim: graded from the copy read at the start
     assert table[("victim", "ex-fx-zero")] == 1 and table[("victim", "ex-fx-loglik")] == 3
     assert "submissions that changed while they were graded: victim/fx_a_sigmoid.ipynb" in text
