@@ -302,7 +302,7 @@ def test_one_search_field(html_dir, doc):
 INTRO_MEASUREMENTS = {
     "book/06_predictive": ["0.239", "0.209", "0.214", "20 000"],
     "book/09_gp_classification": ["0.195", "0.16"],
-    "book/10_exact_posterior": ["all eight cases", "0.02 to 0.43 nats"],
+    "book/10_exact_posterior": ["all eight cases", "0.025 to 0.43 nats"],
 }
 
 
