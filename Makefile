@@ -7,6 +7,11 @@ BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 BUILD_OPTS ?= -W -n --keep-going
 
+# pytest workers for the unit tests and nbval (pytest-xdist; one test file or notebook per
+# worker at a time, so a module's fixtures run once). TEST_JOBS=0 runs them in one process.
+TEST_JOBS ?= 2
+XDIST := $(if $(filter 0,$(TEST_JOBS)),,-n $(TEST_JOBS) --dist loadfile)
+
 export PYTHONHASHSEED := 0
 export PATH := $(CURDIR)/$(BIN):$(PATH)
 
@@ -49,10 +54,10 @@ book: $(STAMP)
 test: unit notebooks build-strict site-test
 
 unit: $(STAMP)
-	$(BIN)/python -m pytest tests blrlib --ignore=tests/site
+	$(BIN)/python -m pytest $(XDIST) tests blrlib --ignore=tests/site
 
 notebooks: $(STAMP)
-	$(BIN)/python -m pytest -o addopts="-p no:cacheprovider" --nbval-lax --nbval-current-env \
+	$(BIN)/python -m pytest -o addopts="-p no:cacheprovider" --nbval-lax --nbval-current-env $(XDIST) \
 	    $$($(BIN)/python -m coursework.book)
 
 build-strict: $(STAMP)
