@@ -294,15 +294,20 @@ def _ep_sequential(K, y, max_sweeps=100, tol=1e-8):
         for i in range(n):  # line 4
             cavity_tau = 1.0 / Sigma[i, i] - tau[i]  # line 5: the cavity
             cavity_nu = mu[i] / Sigma[i, i] - nu[i]
-            site = _tilted_sites(np.array([cavity_tau]), np.array([cavity_nu]), s[i : i + 1])  # line 6
+            # line 6: the tilted moments, and the site that matches them
+            cavity = np.array([cavity_tau]), np.array([cavity_nu])
+            site = _tilted_sites(*cavity, s[i : i + 1])
             d_tau = site.tau[0] - tau[i]  # line 7: the new site
             tau[i], nu[i] = site.tau[0], site.nu[0]
-            s_i = Sigma[:, i].copy()  # line 8: Sigma -= s_i s_i^T / (1/d_tau + Sigma_ii)
+            # line 8: Sigma -= s_i s_i^T / (1/d_tau + Sigma_ii)
+            s_i = Sigma[:, i].copy()
             Sigma -= (d_tau / (1.0 + d_tau * s_i[i])) * np.outer(s_i, s_i)
             mu = Sigma @ nu
-        marginals, V = _dense_marginals(K, tau, nu)  # lines 10-11: Sigma and mu afresh from L
+        # lines 10-11: Sigma and mu afresh from L
+        marginals, V = _dense_marginals(K, tau, nu)
         Sigma, mu = K - V.T @ V, marginals.mean
-        cavity_tau, cavity_nu = _cavity(marginals, tau, nu)  # line 13: log Z_EP (GPML 3.65, 3.73-3.74)
+        # line 13: log Z_EP (GPML 3.65, 3.73-3.74)
+        cavity_tau, cavity_nu = _cavity(marginals, tau, nu)
         log_Z = _tilted_sites(cavity_tau, cavity_nu, s).log_Z
         lml = _log_marginal_likelihood(tau, nu, marginals, cavity_tau, cavity_nu, log_Z)
         if _changes(tau_old, nu_old, tau, nu) <= tol and lml_old is not None and (

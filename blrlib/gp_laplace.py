@@ -126,12 +126,13 @@ def _psi(alpha, f, y):
 
 
 def _newton_step(K, y, f, work=None):
-    """Alg. 3.1, lines 4-8: the full Newton step from f, with the Cholesky factor of B at f."""
+    """Alg. 3.1, lines 4-8: the full Newton step from f, and the factor of B at f."""
     W = _curvature(f)  # line 4: W = -grad grad log p(y | f) = diag(p (1 - p))
     W_sqrt = np.sqrt(W)
     L = cholesky_B(K, W_sqrt, work)  # line 5: L L^T = B = I + W^1/2 K W^1/2
     b = W * f + (y - expit(f))  # line 6: b = W f + grad log p(y | f)
-    alpha = b - W_sqrt * cho_solve_B(L, W_sqrt * symv(K, b))  # line 7: a = b - W^1/2 B^-1 W^1/2 K b
+    # line 7: a = b - W^1/2 B^-1 W^1/2 K b
+    alpha = b - W_sqrt * cho_solve_B(L, W_sqrt * symv(K, b))
     return _Step(alpha=alpha, f=symv(K, alpha), L=L)  # line 8: f = K a
 
 
