@@ -272,11 +272,16 @@ def test_nbgrader_generate_assignment_accepts_the_sources(tmp_path):
 # ----------------------------------------------------------------------------- running student editions
 
 
+UID_BASE = sandbox.DEFAULT_UID_BASE + 2048
+
+
 def run_sandboxed(nb, name, slot=0, unsafe=False, extra=(), **limits):
     """Run the notebook ``nb`` in the grader's sandbox; ``(cells, problem)`` as the grader sees
     them (``cells`` maps a code cell's index to its record)."""
     lim = sandbox.Limits(**{"cell_timeout": 300, "notebook_timeout": 900, **limits})
-    with sandbox.Sandbox(unsafe=unsafe, slots=_jobs(), limits=lim) as box:  # gives back its uids
+    # uids of their own, far above the graders of tests/test_grading.py: with pytest-xdist
+    # both modules run at once, and that module checks no process is left under its uids
+    with sandbox.Sandbox(unsafe=unsafe, slots=_jobs(), uid_base=UID_BASE, limits=lim) as box:
         run = box.execute(nbformat.writes(nb).encode(), name, grade.runner_args(lim, nb) + list(extra), slot=slot)
     return {r["index"]: r for r in run.records if r.get("kind") == "cell"}, run.problem
 
