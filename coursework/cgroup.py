@@ -31,11 +31,15 @@ from __future__ import annotations
 
 import dataclasses
 import errno
+import itertools
 import os
 import signal
 import time
 
 ENTER = 'while [ "$1" != -- ]; do echo $$ > "$1" || exit 125; shift; done; shift; exec "$@"'
+
+
+_SERIAL = itertools.count()  # one number per open_slots call in this process
 
 
 class Unavailable(RuntimeError):
@@ -226,9 +230,9 @@ def _remove_stale(h):
         except OSError:
             continue
         for name in names:
-            parts = name.split(".")
+            parts = name.split(".")  # tag.slotK, the tag being name.pid[.n]
             stale = (
-                len(parts) == 3
+                len(parts) in (3, 4)
                 and parts[0] in ("coursework-grade", "coursework-test")
                 and parts[1].isdigit()
                 and not os.path.exists(f"/proc/{parts[1]}")
@@ -245,7 +249,9 @@ def open_slots(n, memory_bytes, tag=None):
     (no swap) and making it one group of the CPU scheduler.  Raises :class:`Unavailable`."""
     if os.geteuid() != 0:
         raise Unavailable("the grader is not root")
-    tag = tag or f"coursework-grade.{os.getpid()}"
+    # the pid names the process for the clean-up of stale groups; the counter keeps two
+    # graders of one process apart (they collided: the second one's groups "File exists")
+    tag = tag or f"coursework-grade.{os.getpid()}.{next(_SERIAL)}"
     try:
         hs = hierarchies()
     except OSError as exc:

@@ -1142,6 +1142,44 @@ def test_values_far_too_large_are_refused_unparsed():
     assert grade._compare(chapter, e, huge).startswith("check: check_values is far larger than")
 
 
+@pytest.mark.skipif(not CGROUPS, reason="no memory control group here (not root, or no writable cgroup)")
+def test_two_graders_in_one_process_each_get_their_control_groups():
+    """The groups were named by the pid alone: a second grader in the same process (the
+    planted class runs two) found its names taken ("File exists") and graded without any,
+    so whichever grader came second let the attack 'memhog' fill the memory."""
+    first = cgroup.open_slots(2, 64 << 20)
+    try:
+        second = cgroup.open_slots(2, 64 << 20)
+        try:
+            dirs = [{d for g in groups for d in g.dirs} for groups in (first, second)]
+            assert all(len(d) == len(first[0].dirs) * 2 for d in dirs) and not dirs[0] & dirs[1]
+        finally:
+            for g in second:
+                g.remove()
+    finally:
+        for g in first:
+            g.remove()
+    assert not [d for g in first + second for d in g.dirs if os.path.exists(d)]
+
+
+def test_stale_groups_of_dead_graders_are_removed(tmp_path):
+    """Groups of a grader that was killed (its pid gone) are removed, both name forms; a live
+    grader's groups and other names are kept."""
+    h = cgroup.Hierarchy(2, str(tmp_path), frozenset({"memory", "cpu"}), str(tmp_path))
+    dead = 2**22 + 12345  # above pid_max's default, so no process has it
+    names = [
+        f"coursework-grade.{dead}.0.slot0",
+        f"coursework-test.{dead}.slot1",
+        f"coursework-grade.{os.getpid()}.3.slot0",
+        "coursework-grade.notapid.slot0",
+        "somebody-else",
+    ]
+    for name in names:
+        (tmp_path / name).mkdir()
+    cgroup._remove_stale(h)
+    assert sorted(os.listdir(tmp_path)) == sorted(names[2:])
+
+
 def test_cgroup_hierarchies_are_read_from_proc(tmp_path):
     """cgroup v1 (one hierarchy per controller, as here in a VM) and v2 (unified, the grader
     in a systemd scope or a container's namespace) are both found, with the grader's own
