@@ -308,7 +308,9 @@ INTRO_MEASUREMENTS = {
 
 
 def _text(soup):
-    return " ".join(_article(soup).get_text(" ").split())
+    """The article's text, inline math as its TeX without delimiters ("$0.02$" reads "0.02")."""
+    text = re.sub(r"\\[()]", " ", _article(soup).get_text(" "))
+    return " ".join(text.split())
 
 
 def test_intro_quotes_only_numbers_its_chapters_state(html_dir):
