@@ -219,6 +219,20 @@ def check_int(value, name, minimum=1):
     return int(value)
 
 
+def check_chain_counts(n_samples, n_warmup, n_chains):
+    """The sample, warm-up and chain counts of an MCMC run (``gibbs_logistic``,
+    ``gpc_elliptical_slice``); ``n_samples`` >= 4 so that split R-hat has two halves of at
+    least two draws."""
+    n_samples = check_int(n_samples, "n_samples", minimum=1)
+    if n_samples < 4:
+        raise ValueError(
+            f"n_samples must be >= 4 (split R-hat needs two halves of at least two draws), got {n_samples}"
+        )
+    n_warmup = check_int(n_warmup, "n_warmup", minimum=0)
+    n_chains = check_int(n_chains, "n_chains", minimum=1)
+    return n_samples, n_warmup, n_chains
+
+
 def as_rng(rng):
     """Return a ``numpy.random.Generator`` from a Generator, an int seed or None (seed 0)."""
     if rng is None:

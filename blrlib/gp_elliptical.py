@@ -32,7 +32,13 @@ import numpy as np
 from scipy.linalg import eigh
 from scipy.special import log_expit
 
-from ._validation import as_kernel_matrix, as_labels, as_rng, as_test_kernels, check_int
+from ._validation import (
+    as_kernel_matrix,
+    as_labels,
+    as_rng,
+    as_test_kernels,
+    check_chain_counts,
+)
 from .gp_predict import GPCPrediction
 from .logistic import _signs
 from .predictive import expected_sigmoid
@@ -116,15 +122,6 @@ def _elliptical_slice_chain(A, s, f, n_iter, rng):
     return draws
 
 
-def _check_counts(n_samples, n_warmup, n_chains):
-    n_samples = check_int(n_samples, "n_samples", minimum=1)
-    if n_samples < 4:
-        raise ValueError(
-            f"n_samples must be >= 4 (split R-hat needs two halves of at least two draws), got {n_samples}"
-        )
-    return n_samples, check_int(n_warmup, "n_warmup", minimum=0), check_int(n_chains, "n_chains", minimum=1)
-
-
 def gpc_elliptical_slice(K, y, *, n_samples=2000, n_warmup=500, n_chains=4, seed=0):
     r"""Draw from the exact latent posterior of GP classification by elliptical slice sampling.
 
@@ -170,7 +167,7 @@ def gpc_elliptical_slice(K, y, *, n_samples=2000, n_warmup=500, n_chains=4, seed
     """
     K = as_kernel_matrix(K)
     y = as_labels(y, n=K.shape[0], against="K")
-    n_samples, n_warmup, n_chains = _check_counts(n_samples, n_warmup, n_chains)
+    n_samples, n_warmup, n_chains = check_chain_counts(n_samples, n_warmup, n_chains)
     try:
         rng = as_rng(seed)
     except TypeError:

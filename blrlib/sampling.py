@@ -37,6 +37,7 @@ from ._validation import (
     as_matrix,
     as_prior_precision,
     as_rng,
+    check_chain_counts,
     check_int,
 )
 from .laplace import laplace_posterior
@@ -316,17 +317,6 @@ def _gibbs_chains(X, y, lam, w_start, n_iter, rng, draw_pg):
     return draws
 
 
-def _check_counts(n_samples, n_warmup, n_chains):
-    n_samples = check_int(n_samples, "n_samples", minimum=1)
-    if n_samples < 4:
-        raise ValueError(
-            f"n_samples must be >= 4 (split R-hat needs two halves of at least two draws), got {n_samples}"
-        )
-    n_warmup = check_int(n_warmup, "n_warmup", minimum=0)
-    n_chains = check_int(n_chains, "n_chains", minimum=1)
-    return n_samples, n_warmup, n_chains
-
-
 def _as_seed(seed):
     try:
         return as_rng(seed)
@@ -388,7 +378,7 @@ def gibbs_logistic(X, y, prior_precision, *, n_samples=2000, n_warmup=500, n_cha
     y = as_labels(y, n=X.shape[0])
     lam_given = as_prior_precision(prior_precision, X.shape[1])
     lam = np.broadcast_to(lam_given, (X.shape[1],))  # one precision per weight
-    n_samples, n_warmup, n_chains = _check_counts(n_samples, n_warmup, n_chains)
+    n_samples, n_warmup, n_chains = check_chain_counts(n_samples, n_warmup, n_chains)
     rng = _as_seed(seed)
     _check_proper(X, y, lam)
     w_start = rng.uniform(-2.0, 2.0, size=(n_chains, X.shape[1]))
