@@ -73,6 +73,8 @@ WORK = "/home/student"  # the notebook's working directory inside the sandbox
 SANDBOX_UID = 65534  # the notebook's uid as it sees it (nobody)
 DEFAULT_UID_BASE = 64000  # host uids used for the sandboxes when the grader is root
 KEY_BYTES = 32
+# bubblewrap's user namespace for the notebook: uid and gid 65534, no further namespaces
+_OWN_USERNS = ("--unshare-user", "--uid", str(SANDBOX_UID), "--gid", str(SANDBOX_UID), "--disable-userns")
 END_GRACE = 10.0  # seconds a sandbox has to exit after its runner's last record
 
 
@@ -571,12 +573,7 @@ class Sandbox:
                     "--no-new-privs",
                     "--",
                     "bwrap",
-                    "--unshare-user",
-                    "--uid",
-                    str(SANDBOX_UID),
-                    "--gid",
-                    str(SANDBOX_UID),
-                    "--disable-userns",
+                    *_OWN_USERNS,
                     "--dev-bind",
                     "/",
                     "/",
@@ -600,15 +597,7 @@ class Sandbox:
             outer, inner = _count_own() + self.limits.processes, []
         return (
             _prlimit(self.limits, outer)
-            + [
-                "bwrap",
-                "--unshare-user",
-                "--uid",
-                str(SANDBOX_UID),
-                "--gid",
-                str(SANDBOX_UID),
-                "--disable-userns",
-            ]
+            + ["bwrap", *_OWN_USERNS]
             + common
             + ["--"]
             + inner
