@@ -214,19 +214,22 @@ def stub_statement_problem(src):
     )
 
 
+def is_check_values_assignment(node):
+    """Whether the statement ``node`` assigns the name ``check_values`` (``check_values = ...``,
+    also annotated or as one of several targets)."""
+    if not isinstance(node, (ast.Assign, ast.AnnAssign)):
+        return False
+    targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+    return any(isinstance(t, ast.Name) and t.id == "check_values" for t in targets)
+
+
 def assigns_check_values(src):
     """Whether a check cell assigns ``check_values`` at its top level."""
     try:
         tree = ast.parse(src)
     except SyntaxError:
         return bool(re.search(r"^check_values\s*=", src, re.M))
-    for node in tree.body:
-        targets = getattr(node, "targets", None) or [getattr(node, "target", None)]
-        if isinstance(node, (ast.Assign, ast.AnnAssign)) and any(
-            isinstance(t, ast.Name) and t.id == "check_values" for t in targets
-        ):
-            return True
-    return False
+    return any(is_check_values_assignment(node) for node in tree.body)
 
 
 def _base_name(node):
@@ -255,10 +258,7 @@ def changes_check_values_later(src):
         return False
     assigned = False
     for node in tree.body:
-        targets = node.targets if isinstance(node, ast.Assign) else [getattr(node, "target", None)]
-        if isinstance(node, (ast.Assign, ast.AnnAssign)) and any(
-            isinstance(t, ast.Name) and t.id == "check_values" for t in targets
-        ):
+        if is_check_values_assignment(node):
             assigned = True
             continue
         if not assigned:

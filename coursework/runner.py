@@ -191,13 +191,7 @@ def split_check(source):
         tree = ast.parse(source)
     except (SyntaxError, ValueError):
         return None
-    last = None
-    for node in tree.body:
-        targets = node.targets if isinstance(node, ast.Assign) else [getattr(node, "target", None)]
-        if isinstance(node, (ast.Assign, ast.AnnAssign)) and any(
-            isinstance(t, ast.Name) and t.id == "check_values" for t in targets
-        ):
-            last = node
+    last = next((node for node in reversed(tree.body) if book.is_check_values_assignment(node)), None)
     if last is None:
         return None
     lines = source.splitlines(keepends=True)
