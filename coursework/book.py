@@ -359,17 +359,12 @@ def _coding_problems(nb, e, where):
         problems.append(
             f"{where}: the check cell (cell {c}) does not immediately follow the answer cell (cell {a})"
         )
-    want_a = {"solution": True, "grade": False, "grade_id": e.answer_id, "locked": False, "schema_version": 3}
-    for k, v in want_a.items():
-        if am.get(k) != v:
-            problems.append(f"{where}: answer cell {a} has nbgrader {k}={am.get(k)!r}, expected {v!r}")
-    want_c = {"solution": False, "grade": True, "grade_id": e.check_id, "locked": True, "schema_version": 3}
-    for k, v in want_c.items():
-        if cm.get(k) != v:
-            problems.append(f"{where}: check cell {c} has nbgrader {k}={cm.get(k)!r}, expected {v!r}")
-    pts = cm.get("points")
-    if not isinstance(pts, (int, float)) or isinstance(pts, bool) or not pts > 0:
-        problems.append(f"{where}: check cell {c} has points={pts!r}, expected a number > 0")
+    problems += _metadata_problems(
+        f"{where}: answer cell {a}", am, solution=True, grade=False, grade_id=e.answer_id, locked=False
+    )
+    problems += _metadata_problems(
+        f"{where}: check cell {c}", cm, solution=False, grade=True, grade_id=e.check_id, locked=True, points=True
+    )
     src = source(nb.cells[a])
     if src.count(BEGIN) != 1 or src.count(END) != 1 or src.index(BEGIN) > src.index(END):
         problems.append(f"{where}: answer cell {a} needs one '{BEGIN}' ... '{END}' region")
@@ -395,6 +390,20 @@ def _coding_problems(nb, e, where):
     return problems
 
 
+def _metadata_problems(what, meta, points=False, **want):
+    """How the nbgrader metadata ``meta`` of the cell ``what`` differs from ``want`` (schema 3),
+    and, with ``points``, whether it lacks a positive number of points."""
+    problems = [
+        f"{what} has nbgrader {k}={meta.get(k)!r}, expected {v!r}"
+        for k, v in {**want, "schema_version": 3}.items()
+        if meta.get(k) != v
+    ]
+    pts = meta.get("points")
+    if points and (not isinstance(pts, (int, float)) or isinstance(pts, bool) or not pts > 0):
+        problems.append(f"{what} has points={pts!r}, expected a number > 0")
+    return problems
+
+
 def _manual_problems(nb, e, where):
     if len(e.manual) != 1:
         return [f"{where}: {len(e.manual)} markdown answer cells (need exactly 1)"]
@@ -405,14 +414,15 @@ def _manual_problems(nb, e, where):
             f"{where}: the markdown answer cell (cell {i}) does not immediately follow "
             f"the exercise cell (cell {e.cell})"
         )
-    m = nbgrader_meta(nb.cells[i])
-    want = {"solution": True, "grade": True, "grade_id": e.answer_id, "locked": False, "schema_version": 3}
-    for k, v in want.items():
-        if m.get(k) != v:
-            problems.append(f"{where}: answer cell {i} has nbgrader {k}={m.get(k)!r}, expected {v!r}")
-    pts = m.get("points")
-    if not isinstance(pts, (int, float)) or isinstance(pts, bool) or not pts > 0:
-        problems.append(f"{where}: answer cell {i} has points={pts!r}, expected a number > 0")
+    problems += _metadata_problems(
+        f"{where}: answer cell {i}",
+        nbgrader_meta(nb.cells[i]),
+        solution=True,
+        grade=True,
+        grade_id=e.answer_id,
+        locked=False,
+        points=True,
+    )
     if "remove-cell" not in nb.cells[i].metadata.get("tags", []):
         problems.append(
             f"{where}: answer cell {i} is not tagged remove-cell (its marking guide "
