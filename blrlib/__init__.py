@@ -46,6 +46,7 @@ from .sampling import (
     sample_polya_gamma,
     split_rhat,
 )
+from .variational import VariationalPosterior, vi_logistic
 
 __version__ = "0.1.0"
 
@@ -72,6 +73,7 @@ __all__ = [
     "GPRPrediction",
     "LaplacePosterior",
     "PosteriorSamples",
+    "VariationalPosterior",
     "add_intercept",
     "datasets",
     "effective_sample_size",
@@ -111,4 +113,5 @@ __all__ = [
     "sample_polya_gamma",
     "sigmoid",
     "split_rhat",
+    "vi_logistic",
 ]
