@@ -13,6 +13,7 @@ from .gp_ep import GPCEP, gpc_ep
 from .gp_hyperparameters import gpc_log_marginal_likelihood
 from .gp_laplace import GPCLaplace, gpc_laplace
 from .gp_predict import GPCPrediction, gpc_predict
+from .gp_vi import GPCVariational, gpc_vi
 from .gp_regression import GPRPosterior, GPRPrediction, gpr_posterior, gpr_predict
 from .kernels import linear_kernel, polynomial_kernel, rbf_kernel
 from .laplace import LaplacePosterior, laplace_posterior
@@ -68,6 +69,7 @@ __all__ = [
     "GPCLaplace",
     "GPCPrediction",
     "GPCSamples",
+    "GPCVariational",
     "GPClassifier",
     "GPRPosterior",
     "GPRPrediction",
@@ -84,6 +86,7 @@ __all__ = [
     "gpc_log_marginal_likelihood",
     "gpc_predict",
     "gpc_predict_samples",
+    "gpc_vi",
     "gpr_posterior",
     "gpr_predict",
     "gradient",
