@@ -27,7 +27,7 @@ updates is an EM algorithm; each step raises the bound (Bishop's eq. 10.164)
 
 (equation ``eq-vi-jj-bound``).  Plain EM is slow where the data nearly separate the
 classes (over 2,000 iterations on the iris training set of chapter 10);
-:func:`_anderson_step` extrapolates the :math:`\xi` iterates (Anderson acceleration) and
+:class:`blrlib._anderson.Anderson` extrapolates the :math:`\xi` iterates (Anderson acceleration) and
 keeps an extrapolated point only when its bound is at least the current one, so the
 bound still never decreases.
 """
@@ -39,6 +39,7 @@ import numpy as np
 from scipy.linalg import cho_solve, cholesky
 from scipy.special import log_expit
 
+from ._anderson import Anderson
 from ._validation import as_labels, as_matrix, as_prior_precision, check_int, check_positive
 from .logistic import _weighted_gram
 from .optimize import ConvergenceWarning
@@ -171,37 +172,6 @@ def _evaluate(X, b, lam, log_det_prior, xi):
     return _Bound(xi=xi, mean=m, chol=R, bound=bound, xi_next=np.sqrt(np.maximum(second, 0.0)))
 
 
-class _Anderson:
-    r"""Anderson acceleration of the fixed-point map :math:`\xi \mapsto G(\xi)` (type II).
-
-    From the last few iterates :math:`\xi_k` and their images :math:`G_k`, with residuals
-    :math:`r_k = G_k - \xi_k`, the next point is :math:`G_k - \Delta G\,\gamma`, where
-    :math:`\gamma` minimises :math:`\|r_k - \Delta R\,\gamma\|` over the differences of
-    successive residuals :math:`\Delta R` (and of images, :math:`\Delta G`).
-    """
-
-    def __init__(self, memory=_MEMORY):
-        self.memory = memory
-        self.reset()
-
-    def reset(self):
-        self.xs, self.gs = [], []
-
-    def step(self, x, g):
-        self.xs.append(x)
-        self.gs.append(g)
-        if len(self.xs) > self.memory + 1:
-            self.xs.pop(0)
-            self.gs.pop(0)
-        if len(self.xs) < 2:
-            return g
-        G = np.array(self.gs)
-        R = G - np.array(self.xs)
-        dR, dG = np.diff(R, axis=0).T, np.diff(G, axis=0).T
-        gamma = np.linalg.lstsq(dR, R[-1], rcond=1e-12)[0]
-        return np.abs(g - dG @ gamma)  # the bound is even in each xi_n
-
-
 def _fit(X, y, lam, max_iter, tol, accelerate=True):
     """The EM iteration of the bound from xi = 0, optionally Anderson-accelerated."""
     d = X.shape[1]
@@ -209,7 +179,7 @@ def _fit(X, y, lam, max_iter, tol, accelerate=True):
     log_det_prior = float(np.sum(np.log(lam_vec[lam_vec > 0])))
     b = X.T @ (y - 0.5)
     cur = _evaluate(X, b, lam_vec, log_det_prior, np.zeros(X.shape[0]))
-    anderson = _Anderson()
+    anderson = Anderson(_MEMORY)
     history, converged, n_iter = [], False, 0
     for n_iter in range(1, max_iter + 1):
         g = cur.xi_next
@@ -219,8 +189,8 @@ def _fit(X, y, lam, max_iter, tol, accelerate=True):
         nxt = None
         if accelerate:
             candidate = anderson.step(cur.xi, g)
-            if candidate is not g:
-                trial = _evaluate(X, b, lam_vec, log_det_prior, candidate)
+            if candidate is not g:  # the bound is even in each xi_n: |candidate| is as good
+                trial = _evaluate(X, b, lam_vec, log_det_prior, np.abs(candidate))
                 if trial.bound >= cur.bound:
                     nxt = trial
         if nxt is None:  # the plain EM step, which never lowers the bound
