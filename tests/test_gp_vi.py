@@ -212,6 +212,37 @@ def test_low_rank_phase_reaches_the_exact_optimum(big_moons):
     assert_allclose(q.lam, dense.tau, atol=1e-7)
 
 
+def test_accelerated_iteration_reaches_the_plain_natural_gradient_fixed_point(moons, monkeypatch):
+    X, y = moons
+    K = rbf_kernel(X, variance=20.0, lengthscale=0.7)
+    q = gpc_vi(K, y)
+    monkeypatch.setattr(gp_vi, "_MEMORY", 0)  # no extrapolation: damped natural-gradient steps
+    plain = gpc_vi(K, y, max_iter=2000)
+    assert q.converged and plain.converged and q.n_iter < plain.n_iter
+    assert_allclose(q.elbo, plain.elbo, rtol=1e-11)
+    assert_allclose(q.mean, plain.mean, atol=1e-6)
+    assert_allclose(q.lam, plain.lam, atol=1e-7)
+
+
+def test_anderson_solves_a_linear_fixed_point_in_few_steps():
+    """On x -> A x + b (contraction, 5 dimensions) memory 5 reaches the fixed point in <= 7 steps."""
+    from blrlib._anderson import Anderson
+
+    rng = np.random.default_rng(3)
+    Q = np.linalg.qr(rng.standard_normal((5, 5)))[0]
+    A = Q @ np.diag([0.99, 0.9, 0.5, -0.7, 0.1]) @ Q.T
+    b = rng.standard_normal(5)
+    fixed = np.linalg.solve(np.eye(5) - A, b)
+    acc, x = Anderson(5), np.zeros(5)
+    for _ in range(7):
+        x = acc.step(x, A @ x + b)
+    assert_allclose(x, fixed, atol=1e-8)
+    plain = np.zeros(5)
+    for _ in range(7):
+        plain = A @ plain + b
+    assert np.max(np.abs(plain - fixed)) > 0.1
+
+
 def test_predict_against_the_dense_gaussian_conditional(moons, X_test):
     X, y = moons
     K = rbf_kernel(X, variance=4.0, lengthscale=0.6)
