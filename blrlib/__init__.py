@@ -13,6 +13,7 @@ from .gp_ep import GPCEP, gpc_ep
 from .gp_hyperparameters import gpc_log_marginal_likelihood
 from .gp_laplace import GPCLaplace, gpc_laplace
 from .gp_predict import GPCPrediction, gpc_predict
+from .gp_vi import GPCVariational, gpc_vi
 from .gp_regression import GPRPosterior, GPRPrediction, gpr_posterior, gpr_predict
 from .kernels import linear_kernel, polynomial_kernel, rbf_kernel
 from .laplace import LaplacePosterior, laplace_posterior
@@ -46,6 +47,7 @@ from .sampling import (
     sample_polya_gamma,
     split_rhat,
 )
+from .variational import VariationalPosterior, vi_logistic
 
 __version__ = "0.1.0"
 
@@ -67,11 +69,13 @@ __all__ = [
     "GPCLaplace",
     "GPCPrediction",
     "GPCSamples",
+    "GPCVariational",
     "GPClassifier",
     "GPRPosterior",
     "GPRPrediction",
     "LaplacePosterior",
     "PosteriorSamples",
+    "VariationalPosterior",
     "add_intercept",
     "datasets",
     "effective_sample_size",
@@ -82,6 +86,7 @@ __all__ = [
     "gpc_log_marginal_likelihood",
     "gpc_predict",
     "gpc_predict_samples",
+    "gpc_vi",
     "gpr_posterior",
     "gpr_predict",
     "gradient",
@@ -111,4 +116,5 @@ __all__ = [
     "sample_polya_gamma",
     "sigmoid",
     "split_rhat",
+    "vi_logistic",
 ]
