@@ -684,8 +684,8 @@ def pareto_khat(log_weights, *, r_eff=1.0):
     :math:`S` importance weights are fitted, above the next largest weight
     :math:`u`, by a generalized Pareto distribution,
     :math:`P(r - u > x \mid r > u) = (1 + k x / \sigma)^{-1/k}`; its shape
-    :math:`k` says how heavy the tail of the weights is.  The weights have
-    :math:`\lfloor 1/k \rfloor` finite moments, so for :math:`k \ge 1/2` their variance is
+    :math:`k` says how heavy the tail of the weights is.  Their moments of order below
+    :math:`1/k` are finite, the others infinite, so for :math:`k \ge 1/2` their variance is
     infinite and the usual standard error means nothing.  In practice
     (Vehtari et al. 2024): :math:`\hat k \le \min(1 - 1/\log_{10} S,\ 0.7)` and the
     estimate is reliable; above 0.7 it is not, whatever its standard error says.  The
