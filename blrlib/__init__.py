@@ -37,6 +37,16 @@ from .predictive import (
     probit_kappa,
 )
 from .ridge import kernel_ridge, ridge_primal
+from .softmax_regression import (
+    log_softmax,
+    softmax,
+    softmax_gradient,
+    softmax_hessian,
+    softmax_irls,
+    softmax_log_likelihood,
+    softmax_log_posterior,
+)
+from .softmax_posterior import SoftmaxLaplace, softmax_laplace, softmax_predict
 from .sampling import (
     PosteriorSamples,
     effective_sample_size,
@@ -108,7 +118,17 @@ __all__ = [
     "probit_kappa",
     "rbf_kernel",
     "ridge_primal",
+    "SoftmaxLaplace",
+    "log_softmax",
     "sample_polya_gamma",
     "sigmoid",
+    "softmax",
+    "softmax_gradient",
+    "softmax_hessian",
+    "softmax_irls",
+    "softmax_laplace",
+    "softmax_log_likelihood",
+    "softmax_log_posterior",
+    "softmax_predict",
     "split_rhat",
 ]
