@@ -12,6 +12,12 @@ from .gp_elliptical import GPCSamples, gpc_elliptical_slice, gpc_predict_samples
 from .gp_ep import GPCEP, gpc_ep
 from .gp_hyperparameters import gpc_log_marginal_likelihood
 from .gp_laplace import GPCLaplace, gpc_laplace
+from .gp_multiclass import (
+    GPCLaplaceMulticlass,
+    GPCMulticlassPrediction,
+    gpc_laplace_multiclass,
+    gpc_predict_multiclass,
+)
 from .gp_predict import GPCPrediction, gpc_predict
 from .gp_regression import GPRPosterior, GPRPrediction, gpr_posterior, gpr_predict
 from .kernels import linear_kernel, polynomial_kernel, rbf_kernel
@@ -75,6 +81,8 @@ __all__ = [
     "FitResult",
     "GPCEP",
     "GPCLaplace",
+    "GPCLaplaceMulticlass",
+    "GPCMulticlassPrediction",
     "GPCPrediction",
     "GPCSamples",
     "GPClassifier",
@@ -89,6 +97,8 @@ __all__ = [
     "gpc_elliptical_slice",
     "gpc_ep",
     "gpc_laplace",
+    "gpc_laplace_multiclass",
+    "gpc_predict_multiclass",
     "gpc_log_marginal_likelihood",
     "gpc_predict",
     "gpc_predict_samples",
