@@ -27,9 +27,13 @@ import warnings
 from dataclasses import dataclass, field
 
 import numpy as np
-from scipy.linalg import cholesky, solve_triangular
+from scipy.linalg import solve_triangular
+from scipy.linalg.blas import dsymm, dsymv
+from scipy.linalg.lapack import dpotrf
 
 from ._gp_linalg import cholesky_B, inverse_B, log_det_B
+from ._gp_lowrank import CG_MIN_N
+from ._gp_multiclass_cg import CGMulticlassSteps
 from ._validation import as_class_labels, as_kernel_matrix, as_rng, as_test_kernels, check_int, check_positive
 from .optimize import ConvergenceWarning
 from .softmax_posterior import _gaussian_softmax_mc
@@ -62,7 +66,8 @@ class GPCLaplaceMulticlass:
         :math:`\mathbf y - \hat{\boldsymbol\pi}`; equals :math:`K^{-1} \hat{\mathbf f}^c`
         column by column at the mode.
     E : ndarray of shape (C, n, n)
-        :math:`E_c = D_c^{1/2} B_c^{-1} D_c^{1/2}` at the mode.
+        :math:`E_c = D_c^{1/2} B_c^{-1} D_c^{1/2}` at the mode; symmetric, and only the upper
+        triangle of ``E[c]`` (the lower of ``E[c].T``) is filled.
     M : ndarray of shape (n, n)
         Lower Cholesky factor of :math:`\sum_c E_c`.
     """
@@ -122,39 +127,66 @@ def _psi(a, f, Y):
 
 
 def _newton_step(K, Y, f):
-    """Alg. 3.3, lines 4-10: the full Newton step from f and the factors at f."""
+    """Alg. 3.3, lines 4-10: the full Newton step from f and the factors at f.
+
+    The symmetric matrices E_c and their sum are kept as their lower triangles
+    (Fortran-ordered, as LAPACK leaves them) and used through symmetric BLAS products.
+    """
     n, C = f.shape
     pi = np.exp(_log_softmax(f))  # line 4: pi = softmax of f at each input
-    E = np.empty((C, n, n))
+    E = np.empty((C, n, n), order="C")
+    E_sum = np.zeros((n, n), order="F")
     log_det = 0.0
     for c in range(C):  # line 5
         d_sqrt = np.sqrt(pi[:, c])
         L = cholesky_B(K, d_sqrt)  # line 6: L = chol(I_n + D_c^1/2 K D_c^1/2)
-        B_inv = inverse_B(L)  # lower triangle of B_c^-1
-        B_inv = np.tril(B_inv) + np.tril(B_inv, -1).T
-        E[c] = d_sqrt[:, None] * B_inv * d_sqrt[None, :]  # line 7: E_c = D^1/2 L^-T L^-1 D^1/2
         log_det += log_det_B(L)  # line 8: z_c = sum_i log L_ii
-    M = cholesky(np.sum(E, axis=0), lower=True)  # line 9: M = chol(sum_c E_c)
+        E_c = inverse_B(L, overwrite=True)  # lower triangle of B_c^-1, in L's memory
+        E_c *= d_sqrt[:, None]
+        E_c *= d_sqrt[None, :]  # line 7: E_c = D^1/2 L^-T L^-1 D^1/2 (lower triangle)
+        E_sum += E_c
+        E[c].T[...] = E_c  # E[c].T is Fortran-ordered: a plain copy of the lower triangle
+    M, info = dpotrf(E_sum, lower=1, clean=1, overwrite_a=1)  # line 9: M = chol(sum_c E_c)
+    if info != 0:  # pragma: no cover - sum_c E_c is positive definite
+        raise np.linalg.LinAlgError(f"Cholesky factorisation of sum_c E_c failed (info={info})")
     log_det += float(np.sum(np.log(np.diag(M))))
     # line 10: b = (D - Pi Pi^T) f + y - pi, input by input
     b = pi * f - pi * np.sum(pi * f, axis=1, keepdims=True) + Y - pi
     Kb = K @ b
-    c_vec = np.einsum("cij,jc->ic", E, Kb)  # c = E K b, class by class
+    c_vec = np.column_stack([_E_times(E[c], Kb[:, c]) for c in range(C)])  # c = E K b
     s = solve_triangular(M, np.sum(c_vec, axis=1), lower=True, check_finite=False)
     s = solve_triangular(M, s, lower=True, trans="T", check_finite=False)  # M^T \ (M \ R^T c)
-    a = b - c_vec + np.einsum("cij,j->ic", E, s)  # a = b - c + E R M^T \ (M \ R^T c)
+    a = b - c_vec + np.column_stack([_E_times(E[c], s) for c in range(C)])  # a = b - c + E R M^T \ (M \ R^T c)
     return _Step(a=a, f=K @ a, E=E, M=M, log_det=log_det)  # f = K a
 
 
+def _E_times(E_c, v):
+    """E_c v for E_c stored as ``E[c]``: its upper triangle holds the matrix (the lower of E[c].T)."""
+    return dsymv(1.0, E_c.T, v, lower=1)
+
+
 def _posterior_mode(K, Y, max_iter, tol):
-    """Alg. 3.3, lines 2-12: Newton's method with step halving on Psi (as ``gp_laplace._posterior_mode``)."""
+    """Alg. 3.3, lines 2-12: Newton's method with step halving on Psi (as ``gp_laplace._posterior_mode``).
+
+    For n >= 500 the steps are first computed by conjugate gradients
+    (:class:`~blrlib._gp_multiclass_cg.CGMulticlassSteps`, products with K only); a verdict
+    of convergence is always confirmed by the exact step, whose factors at the final f are
+    the ones returned.
+    """
     n, C = Y.shape
+    fast = CGMulticlassSteps(K, Y) if n >= CG_MIN_N else None
     a, f = np.zeros((n, C)), np.zeros((n, C))  # line 2: f = 0
     psi = _psi(a, f, Y)
     k_max = float(np.max(np.diag(K)))
-    n_iter, converged = 0, False
+    n_iter, converged, confirm = 0, False, False
     while True:  # line 3: repeat
-        step = _newton_step(K, Y, f)
+        step = None
+        if fast is not None and not confirm:
+            cg = fast.step(a, f, np.exp(_log_softmax(f)))
+            if cg is not None:
+                step = _Step(a=cg[0], f=cg[1], E=None, M=None, log_det=np.nan)
+        if step is None:
+            step = _newton_step(K, Y, f)
         psi_new = _psi(step.a, step.f, Y)  # line 11: objective
         d_a, d_f = step.a - a, step.f - f
         largest = float(np.max(np.abs(d_f)))
@@ -162,8 +194,12 @@ def _posterior_mode(K, Y, max_iter, tol):
             largest <= tol * (1.0 + float(np.max(np.abs(f))))
             or largest <= 16 * _EPS * k_max * float(np.max(np.sum(np.abs(step.a), axis=0)))
         ):
-            converged = True  # line 12: until convergence (the step would change nothing)
-            break
+            if step.E is not None:
+                converged = True  # line 12: until convergence (the step would change nothing)
+                break
+            confirm = True  # the step came from conjugate gradients: check with the exact one
+            continue
+        confirm = False
         if n_iter >= max_iter:
             break
         t, a_t, f_t, psi_t = 1.0, step.a, step.f, psi_new
@@ -175,10 +211,15 @@ def _posterior_mode(K, Y, max_iter, tol):
             a_t, f_t = a + t * d_a, f + t * d_f
             psi_t = _psi(a_t, f_t, Y)
         else:  # no step raises Psi: f is the maximum to round-off
-            converged = True
-            break
+            if step.E is not None:
+                converged = True
+                break
+            fast = None  # conjugate gradients cannot resolve it: exact steps from now on
+            continue
         a, f, psi = a_t, f_t, psi_t
         n_iter += 1
+    if step.E is None:
+        step = _newton_step(K, Y, f)  # the factors at the returned f
     return a, f, psi, step, n_iter, converged
 
 
@@ -246,7 +287,6 @@ def gpc_laplace_multiclass(K, y, *, max_iter=100, tol=1e-10):
             ConvergenceWarning,
             stacklevel=2,
         )
-        step = _newton_step(K, Y, f)  # the factors at the returned f
     pi = np.exp(_log_softmax(f))
     return GPCLaplaceMulticlass(
         f_hat=f,
@@ -263,7 +303,7 @@ def _latent_moments(fit, K_star, k_star_star):
     """Alg. 3.4, lines 4-10 for all test points at once: mean (m, C) and cov (m, C, C)."""
     mean = K_star @ fit.grad_log_lik  # line 5: mu_*^c = (y^c - pi^c)^T k_*
     C = mean.shape[1]
-    EK = np.einsum("cij,mj->cim", fit.E, K_star)  # line 6: b = E_c k_*
+    EK = np.stack([dsymm(1.0, E_c.T, K_star.T, lower=1) for E_c in fit.E])  # line 6: b = E_c k_*
     V = solve_triangular(fit.M, EK.transpose(1, 0, 2).reshape(K_star.shape[1], -1), lower=True, check_finite=False)
     V = V.reshape(-1, C, K_star.shape[0])  # M^-1 E_c k_* for every class and point
     cov = np.einsum("icm,idm->mcd", V, V)  # line 7-8: k_*^T E_c (sum E)^-1 E_c' k_*

@@ -249,3 +249,20 @@ def test_repr_and_validation():
         gpc_predict_multiclass(fit, K[:, :5], np.ones(12))
     with pytest.warns(ConvergenceWarning, match="max_iter"):
         gpc_laplace_multiclass(K, y, max_iter=1)
+
+
+@pytest.mark.parametrize("lengthscale", [1.0, 0.05])
+def test_conjugate_gradient_steps_give_the_exact_algorithm(monkeypatch, lengthscale):
+    """n >= 500 takes the fast path (blrlib._gp_multiclass_cg); the answer is the exact one's.
+    With a very short length scale K is far from low rank and the fast path gives way."""
+    import blrlib.gp_multiclass as gm
+
+    X, y = three_blobs(600, seed=7)
+    K = rbf_kernel(X, variance=2.0, lengthscale=lengthscale)
+    fast = gpc_laplace_multiclass(K, y)
+    monkeypatch.setattr(gm, "CG_MIN_N", 10**9)
+    exact = gpc_laplace_multiclass(K, y)
+    assert fast.converged and exact.converged
+    assert_allclose(fast.f_hat, exact.f_hat, atol=1e-8)
+    assert_allclose(fast.log_marginal_likelihood, exact.log_marginal_likelihood, rtol=1e-12)
+    assert_allclose(fast.M, exact.M, atol=1e-10)
