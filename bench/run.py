@@ -7,6 +7,7 @@ sys.path.insert(0, str(pathlib.Path(__file__).parent))
 
 import bench_gp  # noqa: E402
 import bench_logistic  # noqa: E402
+import bench_multiclass  # noqa: E402
 import bench_sampling  # noqa: E402
 
 if __name__ == "__main__":
@@ -19,3 +20,5 @@ if __name__ == "__main__":
         bench_gp.main()
     print("\n## The Polya-Gamma Gibbs sampler\n")
     bench_sampling.main(repeats=1 if "--quick" in sys.argv else 5)
+    print("\n## Many classes: softmax regression and multi-class GP classification\n")
+    bench_multiclass.main(sys.argv[1:])
