@@ -7,6 +7,7 @@ sys.path.insert(0, str(pathlib.Path(__file__).parent))
 
 import bench_gp  # noqa: E402
 import bench_logistic  # noqa: E402
+import bench_multiclass  # noqa: E402
 import bench_sampling  # noqa: E402
 import bench_vi  # noqa: E402
 
@@ -22,3 +23,5 @@ if __name__ == "__main__":
     bench_sampling.main(repeats=1 if "--quick" in sys.argv else 5)
     print("\n## Variational inference against the Laplace fits\n")
     bench_vi.main(sys.argv[1:])
+    print("\n## Many classes: softmax regression and multi-class GP classification\n")
+    bench_multiclass.main(sys.argv[1:])

@@ -12,6 +12,12 @@ from .gp_elliptical import GPCSamples, gpc_elliptical_slice, gpc_predict_samples
 from .gp_ep import GPCEP, gpc_ep
 from .gp_hyperparameters import gpc_log_marginal_likelihood
 from .gp_laplace import GPCLaplace, gpc_laplace
+from .gp_multiclass import (
+    GPCLaplaceMulticlass,
+    GPCMulticlassPrediction,
+    gpc_laplace_multiclass,
+    gpc_predict_multiclass,
+)
 from .gp_predict import GPCPrediction, gpc_predict
 from .gp_vi import GPCVariational, gpc_vi
 from .gp_regression import GPRPosterior, GPRPrediction, gpr_posterior, gpr_predict
@@ -38,6 +44,16 @@ from .predictive import (
     probit_kappa,
 )
 from .ridge import kernel_ridge, ridge_primal
+from .softmax_regression import (
+    log_softmax,
+    softmax,
+    softmax_gradient,
+    softmax_hessian,
+    softmax_irls,
+    softmax_log_likelihood,
+    softmax_log_posterior,
+)
+from .softmax_posterior import SoftmaxLaplace, softmax_laplace, softmax_predict
 from .sampling import (
     PosteriorSamples,
     effective_sample_size,
@@ -68,6 +84,8 @@ __all__ = [
     "FitResult",
     "GPCEP",
     "GPCLaplace",
+    "GPCLaplaceMulticlass",
+    "GPCMulticlassPrediction",
     "GPCPrediction",
     "GPCSamples",
     "GPCVariational",
@@ -84,6 +102,8 @@ __all__ = [
     "gpc_elliptical_slice",
     "gpc_ep",
     "gpc_laplace",
+    "gpc_laplace_multiclass",
+    "gpc_predict_multiclass",
     "gpc_log_marginal_likelihood",
     "gpc_predict",
     "gpc_predict_samples",
@@ -115,8 +135,18 @@ __all__ = [
     "probit_kappa",
     "rbf_kernel",
     "ridge_primal",
+    "SoftmaxLaplace",
+    "log_softmax",
     "sample_polya_gamma",
     "sigmoid",
+    "softmax",
+    "softmax_gradient",
+    "softmax_hessian",
+    "softmax_irls",
+    "softmax_laplace",
+    "softmax_log_likelihood",
+    "softmax_log_posterior",
+    "softmax_predict",
     "split_rhat",
     "vi_logistic",
 ]

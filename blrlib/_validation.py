@@ -23,6 +23,7 @@ import numpy as np
 __all__ = [
     "as_matrix",
     "as_labels",
+    "as_class_labels",
     "as_weights",
     "as_vector",
     "check_nonnegative",
@@ -126,6 +127,50 @@ def as_labels(y, n=None, name="y", against="X"):
             )
         raise ValueError(f"{name} must contain labels in {{0, 1}}, got values {{{shown}}}")
     return arr
+
+
+def as_class_labels(y, n=None, name="y", against="X", n_classes=None):
+    """Return ``(labels, K)``: class labels 0..K-1 as an int array, and K >= 2.
+
+    The labels of the multi-class functions (chapter 13): integers (or floats with
+    integer values) from 0 to K - 1.  K, the number of classes, is ``n_classes`` when
+    given (e.g. the columns of a weight matrix) and otherwise one more than the largest
+    label.  ``against`` names the array whose ``n`` rows they must match.
+    """
+    if isinstance(y, str | bytes):
+        raise TypeError(f"{name} must be an array of class labels 0..K-1, got a {type(y).__name__}")
+    raw = np.asarray(y)
+    if raw.dtype == bool:
+        raw = raw.astype(int)
+    if raw.dtype.kind not in "biuf":
+        raise TypeError(f"{name} must be an array of class labels 0..K-1, got {_describe(y)}")
+    arr = raw.astype(float)
+    if arr.ndim != 1:
+        raise ValueError(f"{name} must be 1-D with shape (n,), got ndim={arr.ndim} and shape {arr.shape}")
+    if arr.shape[0] == 0:
+        raise ValueError(f"{name} is empty: expected at least one label")
+    _check_finite(arr, name)
+    if n is not None and arr.shape[0] != n:
+        raise ValueError(
+            f"{against} and {name} have different lengths: {against} has {n} rows, {name} has {arr.shape[0]} entries"
+        )
+    bad = (arr < 0) | (arr != np.round(arr))
+    if np.any(bad):
+        values = np.unique(arr[bad])
+        shown = ", ".join(f"{v:g}" for v in values[:6]) + (", ..." if values.size > 6 else "")
+        raise ValueError(f"{name} must contain class labels 0, 1, ..., K-1 (integers >= 0), got values {{{shown}}}")
+    labels = arr.astype(np.intp)
+    if n_classes is not None:
+        if int(labels.max()) >= n_classes:
+            raise ValueError(
+                f"{name} must contain class labels 0..{n_classes - 1} ({n_classes} classes), "
+                f"got the label {int(labels.max())}"
+            )
+        return labels, n_classes
+    n_classes = int(labels.max()) + 1
+    if n_classes < 2:
+        raise ValueError(f"{name} must contain class labels 0..K-1 with K >= 2, got only the label 0")
+    return labels, n_classes
 
 
 def as_weights(w, d, name="w"):
