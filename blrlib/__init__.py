@@ -13,6 +13,7 @@ from .gp_ep import GPCEP, gpc_ep
 from .gp_hyperparameters import gpc_log_marginal_likelihood
 from .gp_laplace import GPCLaplace, gpc_laplace
 from .gp_predict import GPCPrediction, gpc_predict
+from .gp_sparse import GPCSparse, gpc_svgp, gpc_svgp_predict, random_fourier_features
 from .gp_regression import GPRPosterior, GPRPrediction, gpr_posterior, gpr_predict
 from .kernels import linear_kernel, polynomial_kernel, rbf_kernel
 from .laplace import LaplacePosterior, laplace_posterior
@@ -67,6 +68,7 @@ __all__ = [
     "GPCLaplace",
     "GPCPrediction",
     "GPCSamples",
+    "GPCSparse",
     "GPClassifier",
     "GPRPosterior",
     "GPRPrediction",
@@ -82,6 +84,8 @@ __all__ = [
     "gpc_log_marginal_likelihood",
     "gpc_predict",
     "gpc_predict_samples",
+    "gpc_svgp",
+    "gpc_svgp_predict",
     "gpr_posterior",
     "gpr_predict",
     "gradient",
@@ -106,6 +110,7 @@ __all__ = [
     "predict_quadrature",
     "predict_samples",
     "probit_kappa",
+    "random_fourier_features",
     "rbf_kernel",
     "ridge_primal",
     "sample_polya_gamma",
