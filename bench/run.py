@@ -8,6 +8,7 @@ sys.path.insert(0, str(pathlib.Path(__file__).parent))
 import bench_gp  # noqa: E402
 import bench_logistic  # noqa: E402
 import bench_sampling  # noqa: E402
+import bench_sparse  # noqa: E402
 
 if __name__ == "__main__":
     print("## Logistic regression: IRLS\n")
@@ -19,3 +20,8 @@ if __name__ == "__main__":
         bench_gp.main()
     print("\n## The Polya-Gamma Gibbs sampler\n")
     bench_sampling.main(repeats=1 if "--quick" in sys.argv else 5)
+    print("\n## Many points: the sparse variational GP classifier\n")
+    if "--quick" in sys.argv:
+        bench_sparse.main(n=1000, n_large=10_000, sizes=(50, 100))
+    else:
+        bench_sparse.main()
