@@ -14,6 +14,7 @@ from .gp_hyperparameters import gpc_log_marginal_likelihood
 from .gp_laplace import GPCLaplace, gpc_laplace
 from .gp_predict import GPCPrediction, gpc_predict
 from .gp_sparse import GPCSparse, gpc_svgp, gpc_svgp_predict, random_fourier_features
+from .gp_vi import GPCVariational, gpc_vi
 from .gp_regression import GPRPosterior, GPRPrediction, gpr_posterior, gpr_predict
 from .kernels import linear_kernel, polynomial_kernel, rbf_kernel
 from .laplace import LaplacePosterior, laplace_posterior
@@ -69,6 +70,7 @@ __all__ = [
     "GPCPrediction",
     "GPCSamples",
     "GPCSparse",
+    "GPCVariational",
     "GPClassifier",
     "GPRPosterior",
     "GPRPrediction",
@@ -86,6 +88,7 @@ __all__ = [
     "gpc_predict_samples",
     "gpc_svgp",
     "gpc_svgp_predict",
+    "gpc_vi",
     "gpr_posterior",
     "gpr_predict",
     "gradient",
