@@ -19,6 +19,7 @@ from .gp_multiclass import (
     gpc_predict_multiclass,
 )
 from .gp_predict import GPCPrediction, gpc_predict
+from .gp_sparse import GPCSparse, gpc_svgp, gpc_svgp_predict, random_fourier_features
 from .gp_vi import GPCVariational, gpc_vi
 from .gp_regression import GPRPosterior, GPRPrediction, gpr_posterior, gpr_predict
 from .kernels import linear_kernel, polynomial_kernel, rbf_kernel
@@ -88,6 +89,7 @@ __all__ = [
     "GPCMulticlassPrediction",
     "GPCPrediction",
     "GPCSamples",
+    "GPCSparse",
     "GPCVariational",
     "GPClassifier",
     "GPRPosterior",
@@ -107,6 +109,8 @@ __all__ = [
     "gpc_log_marginal_likelihood",
     "gpc_predict",
     "gpc_predict_samples",
+    "gpc_svgp",
+    "gpc_svgp_predict",
     "gpc_vi",
     "gpr_posterior",
     "gpr_predict",
@@ -133,6 +137,7 @@ __all__ = [
     "predict_quadrature",
     "predict_samples",
     "probit_kappa",
+    "random_fourier_features",
     "rbf_kernel",
     "ridge_primal",
     "SoftmaxLaplace",
