@@ -1,7 +1,28 @@
+import os
+
 import numpy as np
 import pytest
 
+import _system
 from blrlib import _gp_lowrank, datasets
+
+
+# --- system tools (tests/_system.py): skipped loudly where missing, required under CI ----------
+
+@pytest.fixture(scope="session")
+def bwrap():
+    """Checks that run notebooks in the grading sandbox need bubblewrap."""
+    _system.require("bwrap")
+
+
+def pytest_terminal_summary(terminalreporter):
+    """Record the checks skipped for a missing system tool; `make test` prints them once."""
+    if hasattr(terminalreporter.config, "workerinput"):  # a pytest-xdist worker: the controller
+        return
+    found = _system.records(terminalreporter.stats.get("skipped", []))
+    _system.record(found)
+    if found and os.environ.get("BOOK_SYSTEM_SUMMARY") != "make":  # make test: once, at its end
+        terminalreporter.write(_system.summary(found), yellow=True, bold=True)
 
 
 @pytest.fixture

@@ -302,7 +302,7 @@ def _execute_student_editions(paths):
 
 
 @pytest.fixture(scope="session")
-def executed_student_editions():
+def executed_student_editions(bwrap):
     """Every student edition (fixtures and chapters) executed once, cell errors tolerated."""
     return _execute_student_editions(book.toc_notebooks(FIXTURES) + CHAPTERS)
 
@@ -360,7 +360,7 @@ def test_runner_truncates_megabytes_of_output(tmp_path):
     assert out.cells[1].outputs[0].text == "after\n"
 
 
-def test_a_broken_student_edition_is_caught():
+def test_a_broken_student_edition_is_caught(bwrap):
     nb = student.student_notebook(FX_B)
     nb.cells[1].source += "\nraise RuntimeError('setup broken')"
     with pytest.raises(AssertionError, match="cells outside the exercises fail"):

@@ -434,14 +434,14 @@ def test_results_stream_must_be_signed():
 # ----------------------------------------------------------------------------- the sandbox itself
 
 
-def test_sandbox_probe_passes_and_detects_a_visible_path(tmp_path):
+def test_sandbox_probe_passes_and_detects_a_visible_path(tmp_path, bwrap):
     with sandbox.Sandbox(limits=LIMITS) as box:
         box.check(hidden=[ROOT / "book", ROOT / "tests", tmp_path])
         with pytest.raises(sandbox.SandboxUnavailable, match="visible inside"):
             box.check(hidden=[sys.prefix])  # the venv is bound: the probe must notice
 
 
-def test_sandbox_command_of_a_grader_that_is_not_root():
+def test_sandbox_command_of_a_grader_that_is_not_root(bwrap):
     """The command used when the grader runs as an ordinary user (bubblewrap makes the user
     namespace itself).  Run as root it maps the sandbox to root's uid, so this checks that the
     command works end to end (probe, a notebook, its check_values), not the uid."""
@@ -464,7 +464,7 @@ def test_grading_stops_without_a_sandbox(tmp_path, monkeypatch):
     assert not (tmp_path / "out").exists()
 
 
-def test_only_the_chapters_asked_for_are_graded(tmp_path):
+def test_only_the_chapters_asked_for_are_graded(tmp_path, bwrap):
     (tmp_path / "subs" / "ada").mkdir(parents=True)
     nbformat.write(_correct(FX_A), str(tmp_path / "subs" / "ada" / "fx_a_sigmoid.ipynb"))
     with pytest.raises(grade.GradingError, match="not chapters of the book: 05_laplace"):
@@ -530,7 +530,7 @@ def test_sandbox_command():
     assert not [b for b in binds if b in (str(ROOT), str(ROOT / "book"), str(ROOT / "tests"))]
 
 
-def test_sandbox_sees_an_environment_that_lives_under_tmp(tmp_path, monkeypatch):
+def test_sandbox_sees_an_environment_that_lives_under_tmp(tmp_path, monkeypatch, bwrap):
     """A checkout in /tmp (CI clones anywhere): the environment's read-only bind must not be
     hidden by the sandbox's private /tmp (it was: 'bwrap: execvp .../.venv/bin/python')."""
     env = tmp_path / "checkout" / ".venv"
@@ -807,7 +807,7 @@ def _book_with_broken_chapters(root):
 
 
 @pytest.fixture(scope="module")
-def graded(tmp_path_factory):
+def graded(tmp_path_factory, bwrap):
     folder = tmp_path_factory.mktemp("class")
     token = f"tok{os.getpid()}x{time.monotonic_ns() % 10**9}"
     shutil.copytree(FIXTURES, folder / "instructor")

@@ -4,19 +4,19 @@ These tests look at the *built* site, so they run after the book build (`make si
 of `make test`); `make test` sets BOOK_SITE_REQUIRED=1, and then a missing build fails instead
 of skipping.  BOOK_HTML and BOOK_TOC point them at a private build (default: _build/html and
 _toc.yml).  The browser tests need Chromium at /usr/bin/chromium (CHROMIUM to override): where
-it is absent they are skipped with a loud message; .ci/run installs it.
+it is absent they are skipped, and the run (or `make test` at its end) says so once with the
+apt-get line (tests/_system.py); .ci/run installs it and makes them required.
 """
 
 import functools
 import http.server
 import os
 import shutil
-import sys
 import threading
-import warnings
 
 import pytest
 
+import _system
 from _site import CHROMIUM, CHROMIUM_ARGS, HTML, REQUIRED
 
 
@@ -49,11 +49,9 @@ class _QuietHandler(http.server.SimpleHTTPRequestHandler):
 @pytest.fixture(scope="session")
 def browser():
     if not shutil.which(CHROMIUM) and not os.path.exists(CHROMIUM):
-        msg = (f"\n\n{'!' * 78}\n!!! CHROMIUM NOT FOUND AT {CHROMIUM}: THE BROWSER TESTS OF THE SITE DID NOT RUN.\n"
-               f"!!! Install it with `apt-get install -y chromium` (as .ci/run does).\n{'!' * 78}\n")
-        sys.stderr.write(msg)
-        warnings.warn(msg)
-        pytest.skip(msg)
+        # skipped with a tagged reason (failed under CI, BOOK_SYSTEM_REQUIRED=1); the run, or
+        # make test at its end, says once which checks were skipped (tests/_system.py)
+        _system.require("chromium", f"CHROMIUM NOT FOUND AT {CHROMIUM}: THE BROWSER TESTS OF THE SITE DID NOT RUN")
     from playwright.sync_api import sync_playwright
 
     with sync_playwright() as pw:
