@@ -13,7 +13,7 @@ for the website, without building it:
 - an exercise's number ``c.k``: the k-th ``{exercise}`` of the chapter; a figure's number
   ``c.k``: the k-th code cell with ``mystnb.figure.name`` metadata;
 - a citation's text: author-year as sphinxcontrib-bibtex's ``author_year`` style prints it
-  ("Rasmussen and Williams (2006)", "(Bishop 2006)"), and the entry for a reference list.
+  ("Rasmussen and Williams (2006)", "(Bishop, 2006)"), and the entry for a reference list.
 
 tests/site/test_numbering.py compares these numbers with the built website, tests/site/test_pdf.py
 with the PDF and tests/site/test_jupyterlab.py with what JupyterLab shows.
@@ -171,12 +171,13 @@ def cite_authors(entry):
 
 
 def cite_text(entry, kind):
-    """A citation as text: ``t`` "Rasmussen and Williams (2006)", ``p`` "Bishop 2006" (the
-    caller adds the parentheses around a group of parenthetical citations)."""
+    """A citation as text: ``t`` "Rasmussen and Williams (2006)", ``p`` "Bishop, 2006" (the
+    caller adds the parentheses around a group of parenthetical citations; the website
+    prints the same with square brackets)."""
     year = entry.fields.get("year", "n.d.")
     if kind == "t":
         return f"{cite_authors(entry)} ({year})"
-    return f"{cite_authors(entry)} {year}"
+    return f"{cite_authors(entry)}, {year}"
 
 
 def reference_entry(entry):
