@@ -1,6 +1,6 @@
 r"""Anderson acceleration of a fixed-point iteration :math:`x \mapsto G(x)` (type II).
 
-Used by the variational methods (chapter 12), whose plain fixed-point iterations (EM for
+Used by the variational methods (vi_logistic and gpc_vi), whose plain fixed-point iterations (EM for
 the Jaakkola-Jordan bound, natural-gradient steps for the variational Gaussian method)
 converge linearly and sometimes slowly.  From the last few iterates :math:`x_k` and their
 images :math:`G_k`, with residuals :math:`r_k = G_k - x_k`, the next point is

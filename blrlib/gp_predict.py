@@ -107,7 +107,7 @@ def gpc_predict(fit, K_star, k_star_star, method="probit", *, n_samples=10_000, 
     :func:`~blrlib.expected_sigmoid` (chapter 6).
 
     Book: chapter 9, equations ``eq-gpc-latent-moments`` and ``eq-gpc-predictive``
-    (Laplace); chapter 11 (EP); chapter 12 (the variational Gaussian).
+    (Laplace); chapter 11 (EP); Opper and Archambeau (2009) (the variational Gaussian).
 
     Parameters
     ----------

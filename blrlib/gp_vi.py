@@ -1,6 +1,6 @@
 r"""Gaussian-process classification by the variational Gaussian (KL) method.
 
-Book: chapter 12 (variational inference).  Among all Gaussians
+Among all Gaussians
 :math:`q(\mathbf f) = \mathcal N(\mathbf m, \Sigma)` the method picks the one that
 maximises the evidence lower bound
 
@@ -8,13 +8,13 @@ maximises the evidence lower bound
           - \operatorname{KL}\big(q(\mathbf f) \,\|\, \mathcal N(\mathbf 0, K)\big)
           \le \log p(\mathbf y \mid X)
 
-(equation ``eq-vi-gp-elbo``; Opper & Archambeau 2009, Nickisch & Rasmussen 2008).  At
+(Opper & Archambeau 2009, Nickisch & Rasmussen 2008).  At
 its maximum :math:`\mathbf m = K\boldsymbol\alpha` and
 :math:`\Sigma = (K^{-1} + \Lambda)^{-1}`, :math:`\Lambda = \operatorname{diag}(\lambda_n)`,
 with :math:`\alpha_n = \partial \bar\ell_n / \partial m_n` and
 :math:`\lambda_n = -2\,\partial \bar\ell_n / \partial v_n`, where
 :math:`\bar\ell_n(m_n, v_n) = E_{\mathcal N(f_n \mid m_n, v_n)}[\log\sigma(s_n f_n)]`
-(equation ``eq-vi-gp-fixed-point``): :math:`2n` numbers describe the optimum.  This is
+(the fixed-point conditions): :math:`2n` numbers describe the optimum.  This is
 the form of the expectation-propagation posterior (chapter 11), Gaussian sites
 :math:`(\tilde\tau_n, \tilde\nu_n) = (\lambda_n, \alpha_n + \lambda_n m_n)` times the
 prior, so the marginals, the factor of :math:`B = I + \Lambda^{1/2} K \Lambda^{1/2}` and
@@ -79,7 +79,7 @@ class GPCVariational:
     mean, var : ndarray of shape (n,)
         The marginal means :math:`m_n` and variances :math:`\Sigma_{nn}` of :math:`q(\mathbf f)`.
     elbo : float
-        The evidence lower bound ``eq-vi-gp-elbo`` at :math:`q`,
+        The evidence lower bound at :math:`q`,
         :math:`\le \log p(\mathbf y \mid X)`.
     n_iter : int
         Natural-gradient iterations taken.
@@ -190,7 +190,7 @@ class _Point:
 
 
 def _at(marginals_of, s, tau, nu):
-    r"""The marginals of the sites (tau, nu) and the bound ``eq-vi-gp-elbo`` there."""
+    r"""The marginals of the sites (tau, nu) and the evidence lower bound there."""
     marg = marginals_of(tau, nu)
     ell, grad_m, grad_v = _expected_log_lik(marg.mean, marg.var, s)
     # KL(q || p) = (m^T K^-1 m - sum tau v + log|B|) / 2 with K^-1 m = nu - tau m
@@ -206,13 +206,13 @@ def _natural_gradient_ascent(marginals_of, s, tau, nu, max_iter, tol):
     step, a fraction ``rho`` of the full one, halved until the bound does not decrease.
     Returns the last point, the iterations taken and whether the stopping rule was met:
     the full step from it changes no site by more than ``tol`` (relative to the larger of
-    1 and the largest site), i.e. the point satisfies ``eq-vi-gp-fixed-point`` to ``tol``.
+    1 and the largest site), i.e. the point satisfies the fixed-point conditions to ``tol``.
     """
     n = tau.size
     cur = _at(marginals_of, s, tau, nu)
     rho, anderson = 1.0, Anderson(_MEMORY)
     for it in range(1, max_iter + 1):
-        tau_full = -2.0 * cur.grad_v  # eq-vi-gp-fixed-point as sites
+        tau_full = -2.0 * cur.grad_v  # the fixed-point conditions as sites
         nu_full = cur.grad_m + tau_full * cur.marginals.mean
         d_tau, d_nu = tau_full - cur.tau, nu_full - cur.nu
         change = max(
@@ -282,7 +282,7 @@ def _elbo_and_gradient(K, y, alpha, lam):
 def gpc_vi(K, y, *, max_iter=200, tol=1e-8):
     r"""The variational Gaussian approximation for GP classification with the logistic likelihood.
 
-    Maximises the evidence lower bound ``eq-vi-gp-elbo`` over Gaussians
+    Maximises the evidence lower bound over Gaussians
     :math:`q(\mathbf f) = \mathcal N(\mathbf m, \Sigma)`, in the parametrisation of Opper &
     Archambeau (2009), :math:`\mathbf m = K\boldsymbol\alpha`,
     :math:`\Sigma = (K^{-1} + \Lambda)^{-1}`, by damped natural-gradient steps (the bound
@@ -292,7 +292,7 @@ def gpc_vi(K, y, *, max_iter=200, tol=1e-8):
     :func:`~blrlib.gpc_ep` does) and then the exact one, so the optimum returned is that of
     the exact K.
 
-    Book: chapter 12, equations ``eq-vi-gp-elbo`` and ``eq-vi-gp-fixed-point``.
+    Reference: Opper and Archambeau (2009); Nickisch and Rasmussen (2008).
 
     Parameters
     ----------
@@ -303,7 +303,7 @@ def gpc_vi(K, y, *, max_iter=200, tol=1e-8):
     tol : float, default 1e-8
         Stop when the full natural-gradient step would change no :math:`\lambda_n` or site
         :math:`\tilde\nu_n = \alpha_n + \lambda_n m_n` by more than ``tol`` times the
-        larger of 1 and the largest one (then ``eq-vi-gp-fixed-point`` holds to ``tol``).
+        larger of 1 and the largest one (then the fixed-point conditions hold to ``tol``).
 
     Returns
     -------

@@ -1,13 +1,13 @@
 r"""Variational inference for Bayesian logistic regression: the Jaakkola-Jordan bound.
 
-Book: chapter 12 (variational inference).  The logistic sigmoid has a quadratic lower
+The logistic sigmoid has a quadratic lower
 bound in its argument, tangent at :math:`z = \pm\xi` (Jaakkola & Jordan 2000;
 Bishop 2006, section 10.6):
 
 .. math:: \log\sigma(z) \ge \log\sigma(\xi) + \frac{z - \xi}{2} - \lambda(\xi)(z^2 - \xi^2),
           \qquad \lambda(\xi) = \frac{\tanh(\xi/2)}{4\xi} = \frac{\sigma(\xi) - 1/2}{2\xi}
 
-(equation ``eq-vi-jj-tangent``).  With one :math:`\xi_n` per observation and
+(the tangent bound).  With one :math:`\xi_n` per observation and
 :math:`z = s_n \mathbf w^\top \mathbf x_n`, :math:`s_n = 2y_n - 1`, the likelihood times
 the prior :math:`\mathcal N(0, \Lambda_0^{-1})` is bounded by an unnormalised Gaussian in
 :math:`\mathbf w`; its normaliser bounds the evidence from below, and the Gaussian itself
@@ -16,16 +16,16 @@ is :math:`q(\mathbf w) = \mathcal N(\mathbf m, S)` with
 .. math:: S^{-1} = \Lambda_0 + 2 \sum_n \lambda(\xi_n) \mathbf x_n \mathbf x_n^\top, \qquad
           \mathbf m = S \sum_n (y_n - \tfrac12) \mathbf x_n
 
-(equation ``eq-vi-jj-q``).  Maximising the bound over :math:`\xi_n` for fixed :math:`q`
+(the update of :math:`q`).  Maximising the bound over :math:`\xi_n` for fixed :math:`q`
 gives :math:`\xi_n^2 = E_q[(\mathbf w^\top \mathbf x_n)^2] = \mathbf x_n^\top (S +
-\mathbf m \mathbf m^\top) \mathbf x_n` (equation ``eq-vi-jj-xi``).  Alternating the two
+\mathbf m \mathbf m^\top) \mathbf x_n` (the update of :math:`\xi`).  Alternating the two
 updates is an EM algorithm; each step raises the bound (Bishop's eq. 10.164)
 
 .. math:: \mathcal L(\boldsymbol\xi) = \tfrac12 \mathbf m^\top S^{-1} \mathbf m
           + \tfrac12 \log\frac{|S|}{|\Lambda_0^{-1}|}
           + \sum_n \Big(\log\sigma(\xi_n) - \frac{\xi_n}{2} + \lambda(\xi_n)\xi_n^2\Big)
 
-(equation ``eq-vi-jj-bound``).  Plain EM is slow where the data nearly separate the
+(the bound).  Plain EM is slow where the data nearly separate the
 classes (over 2,000 iterations on the iris training set of chapter 10);
 :class:`blrlib._anderson.Anderson` extrapolates the :math:`\xi` iterates (Anderson acceleration) and
 keeps an extrapolated point only when its bound is at least the current one, so the
@@ -118,7 +118,7 @@ def _jj_lambda_prime(xi):
 def _tangent_pieces(xi):
     r""":math:`\lambda(\xi_n)` and :math:`\sum_n \log\sigma(\xi_n) - \xi_n/2 + \lambda(\xi_n)\xi_n^2`.
 
-    The second is the :math:`\xi`-part of ``eq-vi-jj-bound``; with :math:`e = e^{-|\xi|}`,
+    The second is the :math:`\xi`-part of the bound; with :math:`e = e^{-|\xi|}`,
     :math:`\log\sigma(\xi) - \xi/2 = -|\xi|/2 - \log(1 + e)` and
     :math:`\lambda(\xi)\xi^2 = |\xi| \tanh(|\xi|/2) / 4`, :math:`\tanh(|\xi|/2) = (1 - e)/(1 + e)`:
     one exponential and one logarithm per observation.
@@ -134,7 +134,7 @@ def _tangent_pieces(xi):
 
 
 def _tangent_terms(xi):
-    r""":math:`\sum_n \log\sigma(\xi_n) - \xi_n/2 + \lambda(\xi_n)\xi_n^2` of ``eq-vi-jj-bound``."""
+    r""":math:`\sum_n \log\sigma(\xi_n) - \xi_n/2 + \lambda(\xi_n)\xi_n^2` of the bound."""
     return _tangent_pieces(xi)[1]
 
 
@@ -146,11 +146,11 @@ class _Bound:
     mean: np.ndarray
     chol: np.ndarray  # lower Cholesky factor R of S^-1 = R R^T
     bound: float
-    xi_next: np.ndarray  # sqrt(E_q[(w^T x_n)^2]), eq-vi-jj-xi
+    xi_next: np.ndarray  # sqrt(E_q[(w^T x_n)^2]), the update of xi
 
 
 def _evaluate(X, b, lam, log_det_prior, xi):
-    r"""``eq-vi-jj-q``, ``eq-vi-jj-bound`` and ``eq-vi-jj-xi`` at :math:`\boldsymbol\xi`.
+    r"""q, the bound and the next xi at :math:`\boldsymbol\xi`.
 
     ``b`` is :math:`X^\top(\mathbf y - \frac12)`, ``log_det_prior`` is
     :math:`\sum_j \log\lambda_j` over the positive prior precisions.
@@ -207,18 +207,17 @@ def _fit(X, y, lam, max_iter, tol, accelerate=True):
 def vi_logistic(X, y, prior_precision, *, max_iter=500, tol=1e-10):
     r"""Variational Bayesian logistic regression with the Jaakkola-Jordan bound.
 
-    Maximises the lower bound ``eq-vi-jj-bound`` on the log evidence over the
+    Maximises the lower bound on the log evidence over the
     variational parameters :math:`\xi_n`, alternating the Gaussian
-    :math:`q(\mathbf w) = \mathcal N(\mathbf m, S)` of ``eq-vi-jj-q`` with the update
-    :math:`\xi_n^2 = \mathbf x_n^\top (S + \mathbf m\mathbf m^\top)\mathbf x_n` of
-    ``eq-vi-jj-xi`` (Bishop 2006, section 10.6).  The updates of :math:`\xi` are
+    :math:`q(\mathbf w) = \mathcal N(\mathbf m, S)` with the update
+    :math:`\xi_n^2 = \mathbf x_n^\top (S + \mathbf m\mathbf m^\top)\mathbf x_n`
+    (Bishop 2006, section 10.6).  The updates of :math:`\xi` are
     extrapolated (Anderson acceleration); an extrapolated point is kept only when its
     bound is at least the current one, otherwise the plain EM step is taken, so the
     bound never decreases.  Each iteration costs one or two passes over the data
     (:math:`O(n d^2)`) and a Cholesky factorisation of :math:`S^{-1}`.
 
-    Book: chapter 12, equations ``eq-vi-jj-tangent``, ``eq-vi-jj-q``, ``eq-vi-jj-xi``
-    and ``eq-vi-jj-bound``.
+    Reference: Bishop (2006), section 10.6; Jaakkola and Jordan (2000).
 
     Parameters
     ----------
