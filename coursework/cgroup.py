@@ -152,16 +152,44 @@ class SlotGroup:
         return ["/bin/sh", "-c", ENTER, "cw-enter", *procs, "--", *cmd]
 
     def oom_kills(self):
-        """How many processes the group's OOM killer has killed so far."""
+        """How many processes of the group an OOM killer (any) has killed so far."""
+        return self.oom_counts()[1]
+
+    def oom_counts(self):
+        """``(limit, kills)``: how often the group's memory reached its own limit (v2: the
+        ``oom`` events of ``memory.events``; v1: ``memory.failcnt`` and ``memory.memsw.failcnt``),
+        and how many of its
+        processes an OOM killer has killed, its own or the machine's (``oom_kill``)."""
         name = "memory.events" if self.version == 2 else "memory.oom_control"
+        found = {}
         for line in _read(os.path.join(self.memory_dir, name)).splitlines():
             key, _, value = line.partition(" ")
-            if key == "oom_kill" and value.strip().isdigit():
-                return int(value)
-        if self.version == 1:  # kernels before 4.13 have no oom_kill line: count failures
-            text = _read(os.path.join(self.memory_dir, "memory.failcnt"), "0").strip()
-            return int(text) if text.isdigit() else 0
-        return 0
+            if value.strip().isdigit():
+                found[key] = int(value)
+        if self.version == 2:
+            return found.get("oom", 0), found.get("oom_kill", 0)
+        fails = 0  # the memory counter's, and the memory+swap one's (which, no swap, fails first)
+        for counter in ("memory.failcnt", "memory.memsw.failcnt"):
+            text = _read(os.path.join(self.memory_dir, counter), "0").strip()
+            fails += int(text) if text.isdigit() else 0
+        # some kernels (6.18) leave failcnt at 0 through a limit OOM: the peak since
+        # reset_peak() reaching the limit (less 1 MiB) counts as reaching it
+        for counter in ("memory.max_usage_in_bytes", "memory.memsw.max_usage_in_bytes"):
+            text = _read(os.path.join(self.memory_dir, counter), "0").strip()
+            if text.isdigit() and int(text) >= self.memory_bytes - (1 << 20):
+                fails += 1
+                break
+        # kernels before 4.13 have no oom_kill line: count the failures at the limit
+        return fails, found.get("oom_kill", fails)
+
+    def reset_peak(self):
+        """Start the v1 peak counters afresh (before each notebook of the slot)."""
+        if self.version == 1:
+            for counter in ("memory.max_usage_in_bytes", "memory.memsw.max_usage_in_bytes"):
+                try:
+                    _write(os.path.join(self.memory_dir, counter), "0")
+                except OSError:
+                    pass
 
     def pids(self):
         found = set()
@@ -205,6 +233,33 @@ class SlotGroup:
                     if exc.errno != errno.EBUSY:
                         break
                     time.sleep(0.02)
+
+
+def oom_verdict(before, after, memory_bytes):
+    """Who is to blame for the OOM kills of a slot between the :meth:`SlotGroup.oom_counts`
+    ``before`` and ``after`` a notebook: ``None`` (no kill), ``("limit", sentence)`` when the
+    group reached its own limit (the notebook's fault), ``("machine", sentence)`` when its
+    processes were killed although the group never reached its limit: the machine ran out of
+    memory, and the notebook (another's victim) is not blamed.
+
+    >>> oom_verdict((0, 0), (0, 0), 1 << 30) is None
+    True
+    >>> oom_verdict((2, 0), (5, 1), 1 << 30)[0], oom_verdict((2, 0), (2, 1), 1 << 30)[0]
+    ('limit', 'machine')
+    """
+    limit, kills = after[0] - before[0], after[1] - before[1]
+    if kills <= 0:
+        return None
+    if limit > 0:
+        return "limit", (
+            f"the notebook went over its memory limit of {memory_bytes >> 20} MiB "
+            f"(all its processes together) and {kills} of its processes were killed"
+        )
+    return "machine", (
+        f"the machine ran out of memory and its OOM killer ended {kills} of this notebook's "
+        f"processes, although the notebook stayed under its limit of {memory_bytes >> 20} MiB "
+        "(not this notebook's fault)"
+    )
 
 
 def _make(parent, name, settings):

@@ -14,9 +14,9 @@ A grading run, in order:
    sequence, bytes that are not UTF-8) is rejected with a row that says so, every other file
    that is not a chapter notebook (``notes.txt``, ``05_laplace.ipynb.txt``,
    ``05_laplace.IPYNB``, a folder) gets a row ``ignored: ...`` (the first 100 of a folder, then
-   one row counting the rest); each notebook is read once (at most ``--max-notebook-mb``),
-   hashed, and parsed, and only its cells' types, sources and grade ids are kept (in a private
-   spool folder).
+   one row counting the rest); each notebook is read once (at most ``--max-notebook-mb``; UTF-8,
+   or UTF-16/32 with a byte-order mark), hashed, and parsed, and only its cells' types, sources
+   and grade ids are kept (in a private spool folder, UTF-8, at most about the file's size).
 2. **Sandbox check** (:mod:`coursework.sandbox`): grading stops with a clear error if the
    sandbox cannot be set up, unless ``--unsafe-no-sandbox`` is given.
 3. **Expected values.**  The instructor's notebook of every chapter that has submissions runs in
@@ -36,11 +36,16 @@ A grading run, in order:
    malformed, the runner killed, the results stream cut or tampered with) scores 0 with a note.
    Pen-and-paper exercises get a row "graded by hand" and their answers go to ``by_hand.md``.
 5. **Output.**  The submissions and the instructor's sources are hashed again (a change is
-   reported); ``grades.csv``, ``summary.txt``, ``hashes.csv`` and ``by_hand.md`` are written to a
+   reported; a submission's size is checked before it is read, and no more than its size at
+   intake is read); student folder names are written in NFKC and flagged when they could be
+   mistaken for another (:func:`name_flags`); ``grades.csv``, ``summary.txt``, ``hashes.csv`` and ``by_hand.md`` are written to a
    fresh directory, which then atomically takes the place of ``--out`` (an earlier ``--out`` is
    renamed to ``<out>.previous-<time>``); no symbolic link is followed.  Every text in them is
-   printable (other characters are written as escapes such as ``\\x1b``), and a CSV field that
-   would start like a spreadsheet formula (``=``, ``+``, ``-``, ``@``) gets a leading ``'``.
+   printable (other characters are written as escapes such as ``\\x1b``), a CSV field that
+   would start like a spreadsheet formula (``=``, ``+``, ``-``, ``@``) gets a leading ``'``, a
+   field longer than ``FIELD_CHARS`` is cut with a marker (the whole text goes to
+   ``notes-full.txt``), and the pen-and-paper answers in ``by_hand.md`` load nothing when viewed
+   (:func:`neutralised`).
 
 A notebook that trips the grader itself (a bug) scores 0 with a row saying so; it never stops
 the grading of the others.
@@ -65,6 +70,7 @@ import sys
 import tempfile
 import time
 import typing
+import unicodedata
 
 import nbformat
 from nbgrader.preprocessors import ClearSolutions
@@ -200,6 +206,7 @@ class Submission:
     spooled: pathlib.Path
     sha256: str  # of the file as handed in
     spool_sha256: str  # of the spooled cells
+    size: int = 0  # bytes of the file as handed in
 
     @property
     def chapter(self):
@@ -441,7 +448,10 @@ def _spool(student, name, data, spool, number):
         kept = {"cells": [list(c) for c in parse_submission(data)]}
     except ValueError as exc:
         kept = {"unreadable": str(exc)}
-    text = json.dumps(kept).encode()  # ASCII: every character outside it escaped
+    # UTF-8, not ASCII escapes: "\u00e9" is 6 bytes for a character of 2, which made the spool 3x
+    # the notebook; so the spool is at most about the size of the file handed in (lone
+    # surrogates were refused by parse_submission; an error message's are escaped)
+    text = json.dumps(kept, ensure_ascii=False).encode("utf-8", "backslashreplace")
     path = pathlib.Path(spool, f"{number:06d}.json")
     try:
         fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
@@ -452,11 +462,14 @@ def _spool(student, name, data, spool, number):
             f"cannot write the grader's spool folder {spool} ({exc.strerror}); free some space "
             "or set TMPDIR to a larger folder"
         ) from None
-    return Submission(student, name, path, _sha(data), _sha(text))
+    return Submission(student, name, path, _sha(data), _sha(text), len(data))
 
 
 def rehash(folder, sub):
-    """The sha256 of a submission's file now (``None`` when it cannot be read as a plain file)."""
+    """The sha256 of a submission's file now (``None`` when it cannot be read as a plain file or
+    no longer has the size it had at intake).  Bounded before it reads: the size is checked
+    first, and at most that many bytes (within the intake limit) are read, 1 MiB at a time, so
+    a file grown meanwhile (into a 40 GB sparse file, say) costs nothing."""
     try:
         top = _open_dir(str(folder))
         try:
@@ -464,12 +477,24 @@ def rehash(folder, sub):
         finally:
             os.close(top)
         try:
-            data, bad = _read_file(sub.name, sfd, 1 << 40)
+            fd = os.open(sub.name, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC, dir_fd=sfd)
         finally:
             os.close(sfd)
     except OSError:
         return None
-    return None if bad else _sha(data)
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode) or st.st_nlink > 1 or st.st_size != sub.size:
+            return None
+        h, left = hashlib.sha256(), sub.size + 1
+        while left > 0 and (chunk := os.read(fd, min(left, 1 << 20))):
+            h.update(chunk)
+            left -= len(chunk)
+        return None if left <= 0 else h.hexdigest()
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
 
 
 # ----------------------------------------------------------------------------- the merged notebook
@@ -480,11 +505,11 @@ def parse_submission(data):
     JSON, any size within the intake limit); raises ValueError for anything that is not a
     notebook."""
     try:
-        obj = json.loads(data.decode("utf-8"))
+        obj = json.loads(_decode(data))
     except RecursionError:
         raise ValueError("nested too deeply to be a notebook") from None
     except UnicodeDecodeError:
-        raise ValueError("not UTF-8 text") from None
+        raise ValueError("not UTF-8 text (nor UTF-16 or UTF-32 with a byte-order mark)") from None
     except ValueError as exc:
         raise ValueError(f"not valid JSON ({exc})") from None
     if not isinstance(obj, dict) or not isinstance(obj.get("cells"), list):
@@ -515,6 +540,28 @@ def parse_submission(data):
     return cells
 
 
+_BOMS = (  # UTF-32 first: its little-endian mark starts with UTF-16's
+    (b"\xff\xfe\x00\x00", "utf-32"),
+    (b"\x00\x00\xfe\xff", "utf-32"),
+    (b"\xef\xbb\xbf", "utf-8-sig"),
+    (b"\xff\xfe", "utf-16"),
+    (b"\xfe\xff", "utf-16"),
+)
+
+
+def _decode(data):
+    """The text of a notebook file: UTF-8, or what a byte-order mark says (an editor on
+    Windows saves UTF-8 with one, or UTF-16); line ends are JSON whitespace anyway.
+
+    >>> _decode(b"\\xef\\xbb\\xbf{}"), _decode("{}".encode("utf-16")), _decode(b"{}")
+    ('{}', '{}', '{}')
+    """
+    for bom, encoding in _BOMS:
+        if data.startswith(bom):
+            return data.decode(encoding)
+    return data.decode("utf-8")
+
+
 def _new_cell(cell_type, src):
     make = {
         "code": nbformat.v4.new_code_cell,
@@ -540,10 +587,11 @@ def merge(source_nb, submitted):
     src_by_id = {_gid(c): c for c in source_nb.cells if _gid(c)}
     stub_nb, _ = ClearSolutions(enforce_metadata=False).preprocess(copy.deepcopy(source_nb), {})
     stubs = {_gid(c): c for c in stub_nb.cells if _gid(c)}
-    notes = {}
+    counts = {}  # label -> {sentence: times}: 4,000 duplicate cells give one sentence
 
     def note(gid, text):
-        notes.setdefault(label_of.get(gid, gid), []).append(text)
+        said = counts.setdefault(label_of.get(gid, gid), {})
+        said[text] = said.get(text, 0) + 1
 
     def restored(cell):
         cell = copy.deepcopy(cell)
@@ -587,6 +635,10 @@ def merge(source_nb, submitted):
         cells.insert(_position(source_nb, cells, gid), cell)
         seen.add(gid)
     nb = nbformat.v4.new_notebook(cells=cells, metadata=copy.deepcopy(source_nb.metadata))
+    notes = {
+        label: [text if n == 1 else f"{text} ({n} times)" for text, n in said.items()]
+        for label, said in counts.items()
+    }
     return nb, notes
 
 
@@ -740,9 +792,62 @@ def grade_folder(
         if unknown:
             raise GradingError(f"not chapters of the book: {', '.join(unknown)} (chapters: {', '.join(chapters)})")
     trusted_before = source_hashes(chapters)
-    with tempfile.TemporaryDirectory(prefix="cw-spool-") as spool:
-        return _grade(folder, out_dir, root, chapters, trusted_before, spool, limits, jobs, unsafe,
-                      uid_base, max_notebook_bytes, log, t0, only)
+    # the grader is the OOM killer's last choice (its notebooks are the first): a class that
+    # fills the machine's memory loses its notebooks, never everyone's grades
+    old_adj = sandbox.protect_from_oom()
+    if old_adj is None and os.geteuid() == 0:
+        log(
+            "note: the grader could not lower its oom_score_adj (no CAP_SYS_RESOURCE): it is not "
+            "protected from the OOM killer, and a notebook can undo its own oom_score_adj of 1000"
+        )
+    try:
+        with tempfile.TemporaryDirectory(prefix="cw-spool-") as spool:
+            return _grade(folder, out_dir, root, chapters, trusted_before, spool, limits, jobs, unsafe,
+                          uid_base, max_notebook_bytes, log, t0, only)
+    finally:
+        sandbox.restore_oom(old_adj)
+
+
+GRADER_RESERVE = 1 << 30  # memory the grader keeps for itself and the system
+
+
+def available_memory():
+    """Bytes of memory the machine can still give (MemAvailable), or ``None``."""
+    try:
+        with open("/proc/meminfo") as fh:
+            for line in fh:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        pass
+    return None
+
+
+def jobs_that_fit(jobs, notebook_bytes, log=print, available=None):
+    """``jobs``, lowered so that that many notebooks at their memory limit fit in the memory the
+    machine has free (less ``GRADER_RESERVE``), with a message; raises :class:`GradingError`
+    when not even one fits.  Only as root: only then is a notebook's memory its control
+    group's limit (otherwise it is bounded per process and the summary says so)."""
+    if os.geteuid() != 0:
+        return jobs
+    available = available_memory() if available is None else available
+    if available is None:
+        return jobs
+    fit = (available - GRADER_RESERVE) // notebook_bytes
+    if fit < 1:
+        raise GradingError(
+            f"not even one notebook fits in memory: {available >> 20} MiB are available, a "
+            f"notebook may use {notebook_bytes >> 20} MiB (--notebook-memory-mb) and the grader "
+            f"keeps {GRADER_RESERVE >> 20} MiB; lower --notebook-memory-mb or free memory"
+        )
+    if fit < jobs:
+        log(
+            f"note: grading {fit} notebooks at a time, not {jobs}: {jobs} x "
+            f"{notebook_bytes >> 20} MiB (--notebook-memory-mb) do not fit in the "
+            f"{available >> 20} MiB available (the grader keeps {GRADER_RESERVE >> 20} MiB)"
+        )
+        return int(fit)
+    return jobs
 
 
 def _grade(folder, out_dir, root, chapters, trusted_before, spool, limits, jobs, unsafe, uid_base,
@@ -764,6 +869,7 @@ def _grade(folder, out_dir, root, chapters, trusted_before, spool, limits, jobs,
         if problems:
             broken[c.name] = "it does not follow the coursework conventions: " + "; ".join(problems)
     jobs = max(1, jobs or min(8, os.cpu_count() or 1))
+    jobs = jobs_that_fit(jobs, limits.notebook_memory_bytes, log)
     if unsafe:
         log(f"WARNING: {UNSAFE_WARNING}")
     with sandbox.Sandbox(unsafe=unsafe, slots=jobs, uid_base=uid_base, limits=limits) as box:
@@ -812,17 +918,21 @@ def _run_all(box, folder, out_dir, chapters, used, broken, subs, rows, trusted_b
                 {},
             )
         nb, notes = merge(chapter.nb, cells)
+        answers = by_hand_answers(chapter, cells)
+        del cells
         data = nbformat.writes(nb).encode()
-        run = box.execute(data, sub.name, runner_args(limits, nb), slot=k)
-        said = run.problem or run.memory
-        log(shown(f"{sub.student}/{sub.name}: {run.seconds:.1f} s" + (f" ({said})" if said else "")))
-        answers = {}
-        for ct, src, gid in cells:  # the first cell of a grade id, as merge() takes it
-            if ct == "markdown" and gid and gid not in answers:
-                answers[gid] = src[: BY_HAND_CHARS + 1]
-        # only the rows and the answers are kept: a class's results streams (up to
-        # max_stream_bytes each) would not fit in memory
-        return score(chapter, nb, run, sub.student, notes), None, answers
+        for attempt in (1, 2):  # once more when the machine's OOM killer hit it, not its limit
+            run = box.execute(data, sub.name, runner_args(limits, nb), slot=k)
+            said = run.problem or run.memory
+            log(shown(f"{sub.student}/{sub.name}: {run.seconds:.1f} s" + (f" ({said})" if said else "")))
+            if not run.machine_oom:
+                break
+        if run.machine_oom:
+            run.problem = f"not graded: {run.machine_oom}; grade it again when the machine has memory free"
+        # only the rows are kept, and the pen-and-paper answers (of this chapter's exercises,
+        # at most BY_HAND_CHARS each) wait in the spool: a class's results streams and answers
+        # would not fit in memory
+        return score(chapter, nb, run, sub.student, notes), None, _spool_answers(sub, answers)
 
     with concurrent.futures.ThreadPoolExecutor(jobs) as pool:
         runnable = [c for c in used.values() if c.name not in broken]
@@ -857,6 +967,7 @@ def _run_all(box, folder, out_dir, chapters, used, broken, subs, rows, trusted_b
     }
     by_hand = []
     for sub, (srows, _run, answers) in zip(subs, graded):
+        answers = answers or {}
         rows += srows
         for e in chapters[sub.chapter].by_hand:
             rows.append(
@@ -870,7 +981,7 @@ def _run_all(box, folder, out_dir, chapters, used, broken, subs, rows, trusted_b
                     "graded by hand: the answer is in by_hand.md",
                 )
             )
-            by_hand.append((sub.student, sub.chapter, e, answers.get(e.answer_id)))
+            by_hand.append((sub.student, sub.chapter, e, answers))
     # what changed while grading
     changed = []
     for sub in subs:
@@ -891,14 +1002,26 @@ def _run_all(box, folder, out_dir, chapters, used, broken, subs, rows, trusted_b
                     )
     trusted_after = source_hashes(chapters, reread=True)
     tampered = [k for k in trusted_before if trusted_before[k] != trusted_after.get(k)]
+    flags = name_flags({r.student for r in rows if r.student})
+    names = display_names({r.student for r in rows if r.student})
+    for r in rows:
+        if r.student in flags:
+            r.notes = "; ".join(filter(None, [r.notes, flags[r.student]]))
+        r.student = names.get(r.student, r.student)
     rows.sort(key=lambda r: (r.student, r.chapter, r.exercise))
-    text = summary(rows, len(subs), box.describe(), tampered, changed, timing, broken)
+    text = summary(rows, len(subs), box.describe(), tampered, changed, timing, broken, flags)
+    full = []
     files = {
-        "grades.csv": _csv(rows),
+        "grades.csv": _csv(rows, full),
         "summary.txt": text,
         "hashes.csv": _hashes(trusted_before, subs),
-        "by_hand.md": _by_hand(by_hand),
+        "by_hand.md": _by_hand_chunks([(names.get(st, st), *rest) for st, *rest in by_hand]),
     }
+    files["exercises.csv"] = _exercises_csv(exercise_stats(rows))
+    for (student, chapter), page in feedback_pages(rows, by_hand, names):
+        files[f"feedback/{student}/{chapter}.html"] = page
+    if full:
+        files[FULL_TEXT_FILE] = "".join(full)
     write_fresh(out_dir, files)
     isolation = {"uids": list(box.uids or []), "cgroups": [d for g in box.groups or () for d in g.dirs]}
     return Result(rows, text, tampered, timing, isolation, broken)
@@ -919,12 +1042,32 @@ def csv_text(text):
     return "'" + text if text.startswith(FORMULA_START) else text
 
 
-def _csv(rows):
+FIELD_CHARS = 4000  # of a CSV field; Python's csv module reads at most 131,072 by default
+FULL_TEXT_FILE = "notes-full.txt"  # the full text of the fields that were cut
+
+
+def cut_field(text, where, full):
+    """``text`` (already :func:`csv_text`) cut to ``FIELD_CHARS`` with a marker saying where its
+    full text is; the full text is appended to the list ``full`` (for ``FULL_TEXT_FILE``).
+
+    >>> full = []
+    >>> len(cut_field("x" * 9000, "row 1 notes", full)) <= FIELD_CHARS, len(full[0]) > 9000
+    (True, True)
+    """
+    if len(text) <= FIELD_CHARS:
+        return text
+    full.append(f"== {where} ({len(text)} characters)\n{text}\n\n")
+    marker = f" [... cut at {FIELD_CHARS} characters; the full text is in {FULL_TEXT_FILE}: {where}]"
+    return text[: FIELD_CHARS - len(marker)] + marker
+
+
+def _csv(rows, full=None):
+    full = [] if full is None else full
     buf = io.StringIO()
     w = csv.DictWriter(buf, FIELDS, lineterminator="\n")
     w.writeheader()
-    for r in rows:
-        d = {k: csv_text(v) for k, v in dataclasses.asdict(r).items()}
+    for n, r in enumerate(rows, start=2):
+        d = {k: cut_field(csv_text(v), f"grades.csv line {n}, {k}", full) for k, v in dataclasses.asdict(r).items()}
         d["points"] = "" if r.points is None else f"{r.points:g}"
         d["max_points"] = f"{r.max_points:g}"
         w.writerow(d)
@@ -936,27 +1079,145 @@ def _hashes(trusted, subs):
     w = csv.writer(buf, lineterminator="\n")
     w.writerow(["what", "sha256"])
     for k, v in trusted.items():
-        w.writerow([csv_text(k), v])
-    for s in subs:
-        w.writerow([csv_text(f"submission {s.student}/{s.name}"), s.sha256])
+        w.writerow([csv_text(k)[:FIELD_CHARS], v])
+    for s in subs:  # names are at most 255 bytes, 1,020 characters escaped
+        w.writerow([csv_text(f"submission {s.student}/{s.name}")[:FIELD_CHARS], s.sha256])
     return buf.getvalue()
 
 
-def _by_hand(items):
-    lines = ["# Answers to grade by hand", ""]
-    if not items:
-        lines.append("(none)")
-    for student, chapter, e, text in items:
-        lines += [f"## {shown(student)}, {chapter}, {e.label} ({e.points:g} points)", ""]
-        if text is None or not text.strip() or text.strip() == "YOUR ANSWER HERE":
-            lines += ["(no answer)", ""]
-        else:
-            text = shown(text[:BY_HAND_CHARS], keep="\n\t")
-            lines += ["> " + line for line in text.split("\n")] + [""]
+_IMAGE = re.compile(r"!\[")
+
+
+def neutralised(text):
+    r"""Markdown that loads nothing when viewed: every ``<`` is written as ``&lt;`` (no HTML:
+    no ``<img>``, ``<iframe>``, ``<link>``, ``<style>``, ``srcset`` or ``url(...)``), and every
+    image ``![alt](url)`` / ``![alt][ref]`` as the literal text ``!\[alt](url)``.  A remote image
+    in a pen-and-paper answer would otherwise tell its student when, and from where, the
+    instructor read it.
+
+    >>> print(neutralised('![x](http://e.example/t.png) <img src="http://e.example/p">'))
+    !\[x](http://e.example/t.png) &lt;img src="http://e.example/p">
+    """
+    return _IMAGE.sub(r"!\\[", text.replace("<", "&lt;"))
+
+
+def by_hand_answers(chapter, cells):
+    """``{grade id: text}`` of the pen-and-paper answers of ``chapter`` among a submission's
+    ``cells`` (the first cell of each grade id, as :func:`merge` takes it; at most
+    ``BY_HAND_CHARS`` + 1 characters): only the chapter's own answer cells, however many
+    markdown cells with grade ids a student adds."""
+    wanted = {e.answer_id for e in chapter.by_hand}
+    answers = {}
+    for ct, src, gid in cells:
+        if ct == "markdown" and gid in wanted and gid not in answers:
+            answers[gid] = src[: BY_HAND_CHARS + 1]
+    return answers
+
+
+def _spool_answers(sub, answers):
+    """Write a submission's pen-and-paper answers next to its spooled cells; returns the path
+    (``None`` when there are none)."""
+    if not answers:
+        return None
+    path = sub.spooled.with_suffix(".hand.json")
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+    with os.fdopen(fd, "wb") as fh:
+        fh.write(json.dumps(answers, ensure_ascii=False).encode("utf-8", "backslashreplace"))
+    return path
+
+
+def _answer(where, gid):
+    if where is None:
+        return None
+    if isinstance(where, dict):
+        return where.get(gid)
+    return json.loads(pathlib.Path(where).read_bytes()).get(gid)
+
+
+def _by_hand_section(student, chapter, e, text):
+    lines = [f"## {shown(student)}, {chapter}, {e.label} ({e.points:g} points)", ""]
+    if text is None or not text.strip() or text.strip() == "YOUR ANSWER HERE":
+        lines += ["(no answer)", ""]
+    else:
+        text = shown(neutralised(text[:BY_HAND_CHARS]), keep="\n\t")
+        lines += ["> " + line for line in text.split("\n")] + [""]
     return "\n".join(lines) + "\n"
 
 
-def summary(rows, n_notebooks, sandbox_text, tampered=(), changed=(), timing=None, broken=None):
+def _by_hand_chunks(items):
+    """by_hand.md, one section at a time (``items``: ``(student, chapter, exercise, answers)``,
+    the answers a dict or the path of :func:`_spool_answers`), so the whole class's answers are
+    never in memory at once."""
+    yield "# Answers to grade by hand\n\n"
+    if not items:
+        yield "(none)\n"
+    for student, chapter, e, where in items:
+        yield _by_hand_section(student, chapter, e, _answer(where, e.answer_id))
+
+
+def _by_hand(items):
+    return "".join(_by_hand_chunks(items))
+
+
+# ----------------------------------------------------------------------------- student names
+
+# letters of other scripts drawn like Latin ones (Unicode's confusables, the common part)
+_CONFUSABLE = str.maketrans(
+    "аеорсуххіјѕԁԛԝһӏкмнвтАВЕКМНОРСТХУІЈЅ"
+    "αοςνρτυικχεΑΒΕΖΗΙΚΜΝΟΡΤΥΧ01|ɡ",
+    "aeorcyxxijsdqwhlkmhbtABEKMHOPCTXYIJS"
+    "aocvptuikxeABEZHIKMNOPTYXolIg",
+)
+
+
+def skeleton(name):
+    """What a name looks like: NFKC, look-alike letters of other scripts replaced by the Latin
+    ones, case folded, ``l``/``I``/``1`` made one.
+
+    >>> skeleton("Ada") == skeleton("\u0430da") == skeleton("\uff21da"), skeleton("Bob")
+    (True, 'bob')
+    """
+    text = unicodedata.normalize("NFKC", name).translate(_CONFUSABLE).casefold()
+    return text.replace("1", "l").replace("i", "l").replace("|", "l")
+
+
+def _codepoints(name):
+    return "".join(c if c.isascii() else f"<U+{ord(c):04X} {unicodedata.name(c, '?')}>" for c in name)
+
+
+def name_flags(names):
+    """``{name: sentence}`` for the student folder names an instructor must look at: leading or
+    trailing spaces, letters of several scripts, or a name another folder's looks like (the
+    same skeleton); each sentence spells the name's characters that are not ASCII."""
+    out, by_skeleton = {}, {}
+    for name in names:
+        by_skeleton.setdefault(skeleton(name.strip()), []).append(name)
+    for name in names:
+        why = []
+        if name != name.strip():
+            why.append("has leading or trailing spaces")
+        scripts = {unicodedata.name(c, "?").split()[0] for c in name if c.isalpha()}
+        if len(scripts) > 1:
+            why.append(f"mixes letters of {', '.join(sorted(scripts))}")
+        alike = sorted(n for n in by_skeleton[skeleton(name.strip())] if n != name)
+        if alike:
+            why.append("looks like " + ", ".join(repr(_codepoints(n)) for n in alike))
+        if why:
+            out[name] = f"student folder {_codepoints(name)!r} " + "; ".join(why)
+    return out
+
+
+def display_names(names):
+    """``{folder name: name in the output}``: NFKC (fullwidth letters, composed accents), unless
+    two folders would then read the same; those keep their own spelling."""
+    nfkc = {n: unicodedata.normalize("NFKC", n) for n in names}
+    taken = {}
+    for n, v in nfkc.items():
+        taken.setdefault(v, []).append(n)
+    return {n: (v if len(taken[v]) == 1 else n) for n, v in nfkc.items()}
+
+
+def summary(rows, n_notebooks, sandbox_text, tampered=(), changed=(), timing=None, broken=None, flags=None):
     auto = [r for r in rows if r.points is not None]
     students = sorted({r.student for r in rows if r.student})
     lines = [f"graded {n_notebooks} notebooks of {len(students)} students"]
@@ -973,20 +1234,26 @@ def summary(rows, n_notebooks, sandbox_text, tampered=(), changed=(), timing=Non
         lines.append(f"WARNING: {t} changed during grading; re-grade from a clean copy")
     for name, why in (broken or {}).items():
         lines.append(f"WARNING: chapter {name} was not graded, its notebook cannot grade: {why[:2000]}")
+    if flags:
+        lines.append("WARNING: student folder names to check (they may be mistaken for another):")
+        lines += [f"  {why}" for _, why in sorted(flags.items())]
     for s in students:
         mine = [r for r in auto if r.student == s]
         pts, mx = sum(r.points for r in mine), sum(r.max_points for r in mine)
         errs = sum(1 for r in mine if r.error)
         hand = sum(r.max_points for r in rows if r.student == s and r.points is None)
         extra = f", {hand:g} more to grade by hand" if hand else ""
-        lines.append(f"  {s:<20} {pts:g} / {mx:g} points{extra}, {errs} row(s) with errors")
-    ex = sorted({(r.chapter, r.exercise) for r in auto if r.exercise})
-    if ex:
-        lines.append("per exercise (mean points / max):")
-        for ch, label in ex:
-            mine = [r for r in auto if (r.chapter, r.exercise) == (ch, label)]
-            mean = sum(r.points for r in mine) / len(mine)
-            lines.append(f"  {ch + ' ' + label:<52} {mean:.2f} / {mine[0].max_points:g}")
+        label = s if s == s.strip() else repr(s)  # a trailing space made two lines look alike
+        lines.append(f"  {label:<20} {pts:g} / {mx:g} points{extra}, {errs} row(s) with errors")
+    stats = exercise_stats(rows)
+    if stats:
+        lines.append("per exercise (mean points / max, full marks; the most common reasons for a miss):")
+        for st in stats:
+            lines.append(
+                f"  {st['chapter'] + ' ' + st['exercise']:<52} {st['mean_points']:.2f} / "
+                f"{st['max_points']:g}, {st['full_marks']} of {st['notebooks']} ({st['pass_rate']:.0%})"
+            )
+            lines += [f"      {n} x {why}" for why, n in st["misses"]]
     flagged = [r for r in rows if r.notes and r.points is not None]
     if flagged:
         lines.append("cells deleted or modified by students, and other notes:")
@@ -1005,8 +1272,149 @@ def summary(rows, n_notebooks, sandbox_text, tampered=(), changed=(), timing=Non
     return "\n".join(shown(line) for line in lines) + "\n"
 
 
+# ----------------------------------------------------------------------------- student feedback
+
+FEEDBACK_STYLE = (
+    "body{font-family:sans-serif;max-width:50em;margin:2em auto;padding:0 1em;color:#111}"
+    "table{border-collapse:collapse;width:100%}td,th{border:1px solid #999;padding:.3em;"
+    "text-align:left;vertical-align:top}pre{white-space:pre-wrap;background:#f4f4f4;padding:.5em}"
+)
+
+
+def feedback_reason(error):
+    """What a student is told about a miss: the reason, never a reference value.  An error of
+    the student's own answer cell, the comparison of ``check_values`` (it names the key and
+    how far, not the expected number) and the grader's own reasons are shown as they are; of
+    an error raised by the check cell only its kind (an assertion's message may print the
+    reference, as numpy's ``assert_allclose`` does).
+
+    >>> feedback_reason("check: AssertionError: Not equal to tolerance ... DESIRED: 0.5")
+    'check: the check failed (AssertionError)'
+    >>> feedback_reason("answer: NameError: name 'x' is not defined")
+    "answer: NameError: name 'x' is not defined"
+    """
+    if error.startswith("check: ") and not error.startswith(("check: the check cell ran, but", "check: check_values")):
+        kind = error[len("check: ") :].split(":", 1)[0].strip()
+        return f"check: the check failed ({kind})" if kind.isidentifier() else "check: the check failed"
+    return error
+
+
+def feedback_pages(rows, by_hand, names):
+    """``[((student folder, chapter), html)]``: per student and chapter an offline page with no
+    script (and a policy that loads nothing): each exercise, its points and, for a miss, the
+    reason (:func:`feedback_reason`); the pen-and-paper answers as text."""
+    import html
+
+    folder_of = {v: k for k, v in names.items()}
+    pages = {}
+    for r in rows:
+        if r.student and r.chapter and r.exercise:
+            pages.setdefault((r.student, r.chapter), []).append(r)
+    answers = {}
+    for student, chapter, e, where in by_hand:
+        answers.setdefault((student, chapter), []).append((e, where))
+    out = []
+    for (student, chapter), mine in sorted(pages.items()):
+        esc = lambda t: html.escape(shown(t, keep="\n"))  # noqa: E731
+        auto = [r for r in mine if r.points is not None]
+        got, mx = sum(r.points for r in auto), sum(r.max_points for r in auto)
+        body = [
+            f"<h1>{esc(chapter)}: feedback for {esc(student)}</h1>",
+            f"<p>{got:g} of {mx:g} points graded automatically"
+            + (f"; {sum(r.max_points for r in mine if r.points is None):g} more to be graded by hand" if len(auto) < len(mine) else "")
+            + ".</p>",
+            "<table><tr><th>exercise</th><th>points</th><th>why points were missed</th></tr>",
+        ]
+        for r in mine:
+            pts = "graded by hand" if r.points is None else f"{r.points:g} / {r.max_points:g}"
+            why = "" if r.points is None or r.points == r.max_points else feedback_reason(r.error or "no points")
+            body.append(f"<tr><td>{esc(r.exercise)}</td><td>{pts}</td><td>{esc(why)}</td></tr>")
+        body.append("</table>")
+        for e, where in answers.get((student, chapter), []):
+            text = _answer(where, e.answer_id)
+            text = "(no answer)" if not text or text.strip() == "YOUR ANSWER HERE" else text[:BY_HAND_CHARS]
+            body += [f"<h2>{esc(e.label)}: your pen-and-paper answer, as text</h2>", f"<pre>{esc(text)}</pre>"]
+        page = (
+            "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
+            "<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; style-src 'unsafe-inline'\">"
+            f"<title>{esc(chapter)}: feedback</title><style>{FEEDBACK_STYLE}</style></head><body>\n"
+            + "\n".join(body)
+            + "\n</body></html>\n"
+        )
+        out.append(((folder_of.get(student, student), chapter), page))
+    return out
+
+
+_NUMBER = re.compile(r"(?<![\w'])[-+]?\d+(?:\.\d+)?(?:e[-+]?\d+)?")
+
+
+def miss_reason(error):
+    """A miss's reason with its numbers made ``#``, so that misses of one kind count together.
+
+    >>> miss_reason("check: the check cell ran, but check_values['p0'] differs (relative difference 2.0e-01)")
+    "check: the check cell ran, but check_values['p0'] differs (relative difference #)"
+    """
+    return _NUMBER.sub("#", error)[:200]
+
+
+def exercise_stats(rows, top=3):
+    """Per auto-graded exercise: the notebooks graded, how many earned full marks (the pass
+    rate), the mean points, and the ``top`` most common reasons for a miss with their counts."""
+    by_ex = {}
+    for r in rows:
+        if r.points is not None and r.exercise:
+            by_ex.setdefault((r.chapter, r.exercise), []).append(r)
+    out = []
+    for (chapter, label), mine in sorted(by_ex.items()):
+        full = sum(1 for r in mine if r.points == r.max_points)
+        reasons = {}
+        for r in mine:
+            if r.points != r.max_points:
+                why = miss_reason(r.error or "no points")
+                reasons[why] = reasons.get(why, 0) + 1
+        out.append(
+            {
+                "chapter": chapter,
+                "exercise": label,
+                "max_points": mine[0].max_points,
+                "notebooks": len(mine),
+                "full_marks": full,
+                "pass_rate": full / len(mine),
+                "mean_points": sum(r.points for r in mine) / len(mine),
+                "misses": sorted(reasons.items(), key=lambda kv: (-kv[1], kv[0]))[:top],
+            }
+        )
+    return out
+
+
+EXERCISE_FIELDS = ["chapter", "exercise", "max_points", "notebooks", "full_marks", "pass_rate", "mean_points", "common_misses"]
+
+
+def _exercises_csv(stats):
+    """exercises.csv: the instructor's per-exercise pass rates (:func:`exercise_stats`)."""
+    buf = io.StringIO()
+    w = csv.DictWriter(buf, EXERCISE_FIELDS, lineterminator="\n")
+    w.writeheader()
+    for st in stats:
+        misses = "; ".join(f"{n} x {why}" for why, n in st["misses"])
+        w.writerow(
+            {
+                "chapter": csv_text(st["chapter"]),
+                "exercise": csv_text(st["exercise"]),
+                "max_points": f"{st['max_points']:g}",
+                "notebooks": st["notebooks"],
+                "full_marks": st["full_marks"],
+                "pass_rate": f"{st['pass_rate']:.3f}",
+                "mean_points": f"{st['mean_points']:.3f}",
+                "common_misses": csv_text(misses)[:FIELD_CHARS],
+            }
+        )
+    return buf.getvalue()
+
+
 def write_fresh(out_dir, files):
-    """Write ``files`` ({name: text}) into a new directory and move it to ``out_dir`` atomically.
+    """Write ``files`` ({name: text, or an iterable of texts}) into a new directory and move it
+    to ``out_dir`` atomically.
 
     Nothing is written through a symbolic link: the files are created with O_EXCL | O_NOFOLLOW in
     a directory made here; an existing ``out_dir`` (a directory, a file or a link, which is not
@@ -1017,17 +1425,29 @@ def write_fresh(out_dir, files):
     stamp = time.strftime("%Y%m%d-%H%M%S")
     fresh = pathlib.Path(_mkdtemp(out_dir.parent, f".{out_dir.name}.new-{stamp}-"))
     dfd = _open_dir(str(fresh))
+    made = {}
     try:
         for name, text in files.items():
+            *folders, base = name.split("/")  # feedback/<student>/<chapter>.html
+            parent = dfd
+            for k in range(len(folders)):
+                key = tuple(folders[: k + 1])
+                if key not in made:
+                    os.mkdir(folders[k], 0o755, dir_fd=parent)
+                    made[key] = _open_dir(folders[k], parent)
+                parent = made[key]
             fd = os.open(
-                name, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o644, dir_fd=dfd
+                base, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o644, dir_fd=parent
             )
             with os.fdopen(fd, "w", encoding="utf-8", newline="") as fh:
-                fh.write(text)
+                for chunk in [text] if isinstance(text, str) else text:
+                    fh.write(chunk)
                 fh.flush()
                 os.fsync(fh.fileno())
         os.fchmod(dfd, 0o755)
     finally:
+        for fd in made.values():
+            os.close(fd)
         os.close(dfd)
     if os.path.lexists(out_dir):
         previous = out_dir.with_name(f"{out_dir.name}.previous-{stamp}")

@@ -20,6 +20,12 @@ What the notebook's code (the kernel, and everything it starts) gets:
   submission, no grades, no instructor file, no ``/sys``, a minimal ``/dev``;
 - resource limits per process: address space, CPU seconds, file size, open files, and the
   number of processes (threads included) of its uid;
+- a seccomp filter (:func:`seccomp_filter`, handed to bubblewrap's ``--seccomp``) that refuses
+  ``io_setup`` and ``io_uring_setup`` (asynchronous I/O contexts are a machine-wide resource,
+  ``fs.aio-max-nr``: one notebook took all 65,536) and every system call of another ABI (x32,
+  i386) whose numbers the filter would not know;
+- the first choice of the machine's OOM killer: every process of the sandbox has
+  ``oom_score_adj`` 1000, while the grader protects itself (:func:`protect_from_oom`);
 - a control group per parallel job when the grader is root (:mod:`coursework.cgroup`): a
   memory limit for the whole notebook, which the per-process limits are not (memory in files
   of a memfd or tmpfs, shared memory, inodes), and one share of the CPU whatever its number of
@@ -118,6 +124,7 @@ class Run:
     seconds: float
     stderr: str = ""
     memory: str | None = None  # a sentence when the notebook went over its memory limit
+    machine_oom: str | None = None  # a sentence when the machine's OOM killer hit it, not its limit
 
 
 def _package_dir(name):
@@ -304,6 +311,79 @@ def kill_uid(uid):
     return len(pids)
 
 
+# ----------------------------------------------------------------------------- seccomp
+
+# classic BPF (linux/filter.h, linux/seccomp.h); a program is an array of struct sock_filter
+_LD_W_ABS, _JEQ_K, _JGE_K, _RET_K = 0x20, 0x15, 0x35, 0x06
+_RET_ALLOW, _RET_ERRNO = 0x7FFF0000, 0x00050000
+_ENOSYS = 38
+# architecture: (AUDIT_ARCH_*, {blocked name: number}); numbers from the kernel's syscall tables
+SECCOMP_ARCHES = {
+    "x86_64": (0xC000003E, {"io_setup": 206, "io_uring_setup": 425}),
+    "aarch64": (0xC00000B7, {"io_setup": 0, "io_uring_setup": 425}),
+}
+X32_BIT = 0x40000000  # x86_64's x32 ABI: the same arch, numbers with this bit
+
+
+def _insn(code, jt, jf, k):
+    import struct
+
+    return struct.pack("=HBBI", code, jt, jf, k)
+
+
+def seccomp_filter(machine=None):
+    """The seccomp program (bytes of ``struct sock_filter``) bubblewrap loads into the sandbox,
+    or ``None`` on an architecture it does not know: a system call of another ABI (i386, x32)
+    and ``io_setup`` / ``io_uring_setup`` fail with ENOSYS (so libraries fall back to ordinary
+    I/O), everything else is allowed.  Built here, without libseccomp.
+
+    >>> len(seccomp_filter("x86_64")) // 8, seccomp_filter("sparc") is None
+    (8, True)
+    """
+    arch = SECCOMP_ARCHES.get(machine or os.uname().machine)
+    if arch is None:
+        return None
+    audit, numbers = arch
+    deny = _RET_ERRNO | _ENOSYS
+    blocked = sorted(numbers.values())
+    n = len(blocked)
+    # 0 load arch; 1 other arch -> deny; 2 load nr; 3 x32 -> deny; 4.. blocked -> deny; allow; deny
+    prog = [_insn(_LD_W_ABS, 0, 0, 4), _insn(_JEQ_K, 0, n + 3, audit), _insn(_LD_W_ABS, 0, 0, 0)]
+    prog.append(_insn(_JGE_K, n + 1, 0, X32_BIT))
+    for i, nr in enumerate(blocked):
+        prog.append(_insn(_JEQ_K, n - i, 0, nr))
+    prog += [_insn(_RET_K, 0, 0, _RET_ALLOW), _insn(_RET_K, 0, 0, deny)]
+    return b"".join(prog)
+
+
+# The sandbox's first process makes itself (and so everything it starts) the OOM killer's first
+# choice; raising one's own oom_score_adj needs no privilege.
+OOM_FIRST = ["/bin/sh", "-c", 'echo 1000 > /proc/self/oom_score_adj || exit 125; exec "$@"', "cw-oom"]
+GRADER_OOM_SCORE_ADJ = -900
+
+
+def protect_from_oom(value=GRADER_OOM_SCORE_ADJ):
+    """Make this process (the grader) the OOM killer's last choice; returns the previous value
+    (to restore), or ``None`` when it cannot (not root: lowering needs CAP_SYS_RESOURCE)."""
+    try:
+        with open("/proc/self/oom_score_adj") as fh:
+            old = fh.read().strip()
+        with open("/proc/self/oom_score_adj", "w") as fh:
+            fh.write(str(value))
+        return old
+    except OSError:
+        return None
+
+
+def restore_oom(old):
+    if old is not None:
+        try:
+            with open("/proc/self/oom_score_adj", "w") as fh:
+                fh.write(old)
+        except OSError:
+            pass
+
+
 UID_SEARCH = 4096  # how far above uid_base to look for uids no other grader holds
 
 
@@ -446,6 +526,12 @@ class Sandbox:
             "memory or shared memory, and take CPU from the notebooks graded beside it"
         )
 
+    @staticmethod
+    def seccomp_text():
+        if seccomp_filter() is None:
+            return f"asynchronous I/O NOT blocked (no seccomp filter for {os.uname().machine})"
+        return "io_setup and io_uring_setup blocked (seccomp)"
+
     def describe(self):
         lim = self.limits
         if self.unsafe:
@@ -461,7 +547,7 @@ class Sandbox:
             f"({who}); limits per process {lim.memory_bytes >> 20} MiB memory, "
             f"{lim.cpu_seconds} s CPU, {lim.file_bytes >> 20} MiB per file; "
             f"{lim.processes} processes; 2 x {lim.disk_bytes >> 20} MiB writable; "
-            f"memory {self.memory_text()}"
+            f"{self.seccomp_text()}; memory {self.memory_text()}"
         )
 
     def check(self, hidden=()):
@@ -522,9 +608,10 @@ class Sandbox:
             )
 
     # ------------------------------------------------------------------ one notebook
-    def command(self, name, runner_args, fds, slot, workdir=None, seeds=()):
+    def command(self, name, runner_args, fds, slot, workdir=None, seeds=(), seccomp_fd=None):
         """The argv that runs the runner (fds: results, key, info, notebook; ``seeds`` are
-        ``(fd, path)`` of files to put into the sandbox)."""
+        ``(fd, path)`` of files to put into the sandbox; ``seccomp_fd`` holds the program of
+        :func:`seccomp_filter`)."""
         res_fd, key_fd, info_fd, nb_fd = fds
         py = [
             sys.executable,
@@ -553,6 +640,8 @@ class Sandbox:
             str(info_fd),
             "--clearenv",
         ]
+        if seccomp_fd is not None:
+            common += ["--seccomp", str(seccomp_fd)]
         for key, value in sandbox_env(self.threads).items():
             common += ["--setenv", key, value]
         common += _mounts(self.limits, seeds)
@@ -607,6 +696,8 @@ class Sandbox:
     def execute(self, notebook, name, runner_args=(), timeout=None, slot=0, probe=False):
         """Run the notebook (bytes of its JSON, named ``name`` in the work directory); return a
         :class:`Run`.  Never raises for what the notebook does."""
+        if self.seeds is None:  # built once, before the clock of the first notebook starts
+            self.seeds = font_cache()
         t0 = time.monotonic()
         timeout = timeout or (self.limits.notebook_timeout + self.limits.grace)
         key = secrets.token_bytes(KEY_BYTES)
@@ -614,11 +705,13 @@ class Sandbox:
         r_key, w_key = os.pipe()
         r_info, w_info = os.pipe()
         nb_fd = os.memfd_create("notebook", 0)
-        if self.seeds is None:
-            self.seeds = font_cache()
         self._open_groups()
         group = self.groups[slot] if self.groups else None
-        oom_before = group.oom_kills() if group else 0
+        if group:
+            group.reset_peak()
+        oom_before = group.oom_counts() if group else (0, 0)
+        program = None if self.unsafe else seccomp_filter()
+        seccomp_fd = _memfd(program) if program is not None else None
         seeds = (
             []
             if self.unsafe
@@ -636,10 +729,11 @@ class Sandbox:
                 for fname, data in self.seeds.items():
                     pathlib.Path(workdir, ".tmp", "matplotlib", fname).write_bytes(data)
             fds = (w_res, r_key, w_info, nb_fd)
-            cmd = self.command(name, runner_args, fds, slot, workdir, seeds)
+            cmd = self.command(name, runner_args, fds, slot, workdir, seeds, seccomp_fd)
             if probe is not False:
                 i = cmd.index("-m")
                 cmd[i:] = ["-c", PROBE, str(w_res), str(r_key), json.dumps(list(probe))]
+            cmd = OOM_FIRST + cmd
             if group:
                 cmd = group.enter_command(cmd)
             env = (
@@ -653,7 +747,7 @@ class Sandbox:
                     stdin=subprocess.DEVNULL,
                     stdout=subprocess.DEVNULL,
                     stderr=subprocess.PIPE,
-                    pass_fds=fds + tuple(fd for fd, _ in seeds),
+                    pass_fds=fds + tuple(fd for fd, _ in seeds) + ((seccomp_fd,) if seccomp_fd is not None else ()),
                     env=env,
                     cwd=workdir or "/",
                     start_new_session=True,
@@ -663,6 +757,8 @@ class Sandbox:
         finally:
             for fd in (w_res, r_key, w_info, nb_fd) + tuple(fd for fd, _ in seeds):
                 os.close(fd)
+            if seccomp_fd is not None:
+                os.close(seccomp_fd)
         try:
             lines, problem, stderr, child = _collect(
                 proc, r_res, r_info, t0 + timeout, self.limits.max_stream_bytes
@@ -686,14 +782,12 @@ class Sandbox:
                     else f"the notebook runner stopped without finishing (exit status {proc.returncode}): "
                     "it was killed or crashed"
                 )
-        oom = (group.oom_kills() - oom_before) if group else 0
-        if oom > 0:
-            said = (
-                f"the notebook went over its memory limit of {group.memory_bytes >> 20} MiB "
-                f"(all its processes together) and {oom} of its processes were killed"
-            )
-            problem = f"{problem}; {said}" if problem else None
-            return Run(records, problem, time.monotonic() - t0, stderr, said)
+        verdict = cgroup.oom_verdict(oom_before, group.oom_counts(), group.memory_bytes) if group else None
+        if verdict and verdict[0] == "limit":
+            problem = f"{problem}; {verdict[1]}" if problem else None
+            return Run(records, problem, time.monotonic() - t0, stderr, verdict[1])
+        if verdict:  # a neighbour (or the machine) used the memory: not graded, never blamed
+            return Run(records, verdict[1], time.monotonic() - t0, stderr, machine_oom=verdict[1])
         return Run(records, problem, time.monotonic() - t0, stderr)
 
 

