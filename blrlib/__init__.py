@@ -7,7 +7,6 @@ that define it.  ``blrlib.datasets`` holds the data sets and
 
 from . import datasets
 from .evidence import EvidenceFit, maximize_evidence
-from .gp_classifier import GPClassifier
 from .gp_elliptical import GPCSamples, gpc_elliptical_slice, gpc_predict_samples
 from .gp_ep import GPCEP, gpc_ep
 from .gp_hyperparameters import gpc_log_marginal_likelihood
@@ -70,16 +69,32 @@ from .variational import VariationalPosterior, vi_logistic
 __version__ = "0.1.0"
 
 
-def __getattr__(name):
-    """Import ``blrlib.plotting`` (and with it matplotlib) on first use only."""
-    if name == "plotting":
-        import importlib
+# The scikit-learn estimators need scikit-learn (the extra ``blrlib[sklearn]``); they are
+# imported on first use, so that the functional API needs only numpy and scipy.
+_ESTIMATORS = {"BayesianLogisticRegression": ".bayesian_logistic", "GPClassifier": ".gp_classifier"}
 
+
+def __getattr__(name):
+    """Import ``blrlib.plotting`` (and with it matplotlib) and the scikit-learn estimators
+    (and with them scikit-learn) on first use only."""
+    import importlib
+
+    if name == "plotting":
         return importlib.import_module(".plotting", __name__)
+    if name in _ESTIMATORS:
+        try:
+            module = importlib.import_module(_ESTIMATORS[name], __name__)
+        except ImportError as exc:
+            raise ImportError(
+                f"blrlib.{name} is a scikit-learn estimator and needs scikit-learn: "
+                f"pip install 'blrlib[sklearn]' ({exc})"
+            ) from exc
+        return getattr(module, name)
     raise AttributeError(f"module 'blrlib' has no attribute {name!r}")
 
 
 __all__ = [
+    "BayesianLogisticRegression",
     "ConvergenceWarning",
     "EvidenceFit",
     "FitResult",

@@ -26,7 +26,7 @@ finds the exact maximiser.
 """
 
 import warnings
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 from scipy.linalg import solve_triangular
@@ -34,6 +34,7 @@ from scipy.special import expit
 
 from ._validation import as_labels, as_matrix, check_int, check_positive
 from .laplace import LaplacePosterior, _find_mode, _laplace_at_mode
+from .logistic import _log_likelihood, _penalty
 from .optimize import ConvergenceWarning
 
 __all__ = ["EvidenceFit", "maximize_evidence"]
@@ -71,24 +72,65 @@ class EvidenceFit:
         )
 
 
-def _evidence_and_gradient(X, y, lam, w0):
+def _evidence_and_gradient(X, y, lam, w0, penalised=None):
     r"""The Laplace log evidence, its exact derivative in :math:`\lambda`, and the posterior.
 
     ``lam`` is a scalar > 0 and ``w0`` the start of the mode search (a warm start).
     The derivative is the one in the module docstring (chapter 5).
+
+    ``penalised`` (a boolean mask over the columns, or None for all) puts the prior
+    :math:`\mathcal N(0, \lambda^{-1})` on the masked weights only and a flat prior of
+    unit density on the others (an unpenalised intercept, as
+    :class:`~blrlib.BayesianLogisticRegression` fits it).  Then :math:`A = X^\top S X +
+    \lambda P` with :math:`P` the diagonal of the mask, the evidence is the Laplace
+    estimate of :math:`\int p(\mathbf y \mid X, \mathbf w) \prod_{j \in P}
+    \mathcal N(w_j \mid 0, \lambda^{-1})\, d\mathbf w`, which is the formula above with
+    :math:`d` the number of penalised weights plus :math:`\frac{d_0}{2}\log 2\pi` for the
+    :math:`d_0` free ones (their Gaussian integral is not cancelled by a prior
+    normaliser), and in the derivative :math:`\|\mathbf m\|^2 \to \mathbf m^\top P
+    \mathbf m`, :math:`\operatorname{tr}\Sigma \to \operatorname{tr}(P\Sigma)`,
+    :math:`d\mathbf m / d\lambda = -\Sigma P \mathbf m`.
     """
-    post = _laplace_at_mode(X, y, lam, _find_mode(X, y, lam, w0))
+    if penalised is None:
+        post = _laplace_at_mode(X, y, lam, _find_mode(X, y, lam, w0))
+        P = np.ones(X.shape[1])
+    else:
+        P = np.asarray(penalised, dtype=float)
+        post = _laplace_at_mode(X, y, lam * P, _find_mode(X, y, lam * P, w0))
+        post = replace(post, log_evidence=_partly_flat_log_evidence(X, y, post, penalised))
     m, Sigma = post.mean, post.cov
     a = X @ m
     p = expit(a)
     curv = p * expit(-a)
     V = solve_triangular(post._chol, X.T, lower=True, check_finite=False)
     v = np.einsum("ij,ij->j", V, V)  # v_n = x_n^T Sigma x_n
-    dm = -Sigma @ m  # d m / d lambda
-    d_logdet_A = np.trace(Sigma) + float(np.sum(v * curv * (1.0 - 2.0 * p) * (X @ dm)))
-    d = X.shape[1]
-    grad = -0.5 * float(m @ m) + 0.5 * d / lam - 0.5 * d_logdet_A
+    dm = -Sigma @ (P * m)  # d m / d lambda
+    d_logdet_A = float(np.sum(P * np.diag(Sigma))) + float(np.sum(v * curv * (1.0 - 2.0 * p) * (X @ dm)))
+    grad = -0.5 * float(m @ (P * m)) + 0.5 * float(np.sum(P)) / lam - 0.5 * d_logdet_A
     return post.log_evidence, grad, post
+
+
+def _partly_flat_log_evidence(X, y, post, penalised):
+    r"""The Laplace log evidence of ``post`` with a flat prior of unit density on the weights
+    that ``penalised`` (a boolean mask) leaves out, and ``post.prior_precision`` on the others.
+
+    .. math:: \log p(\mathbf y \mid X, \mathbf m) - \tfrac12 \sum_{j \in P} \lambda_j m_j^2
+              + \tfrac12 \sum_{j \in P} \log\lambda_j + \tfrac{d_0}{2} \log 2\pi
+              - \tfrac12 \log|A|
+
+    with :math:`d_0` free weights: the limit of the evidence under a prior
+    :math:`\mathcal N(0, \varepsilon^{-1})` on each free weight, divided by that prior's
+    density at 0, :math:`(\varepsilon / 2\pi)^{1/2}`, as :math:`\varepsilon \to 0`.
+    :math:`-\infty` when a penalised weight has precision 0.
+    """
+    P = np.asarray(penalised, dtype=bool)
+    lam = np.broadcast_to(np.asarray(post.prior_precision, dtype=float), P.shape)
+    if np.any(lam[P] == 0):
+        return -np.inf
+    log_det_A = 2.0 * np.sum(np.log(np.diag(post._chol)))
+    value = (_log_likelihood(X @ post.mean, y) - _penalty(post.mean, lam * P) + 0.5 * np.sum(np.log(lam[P]))
+             + 0.5 * np.sum(~P) * np.log(2.0 * np.pi) - 0.5 * log_det_A)
+    return float(value)
 
 
 # The search runs over t = log(lambda) inside [log(rho) - _SPAN, log(rho) + _SPAN], with
@@ -163,9 +205,15 @@ def maximize_evidence(X, y, prior_precision=1.0, *, max_iter=100, tol=1e-8):
     lam0 = check_positive(prior_precision, "prior_precision")
     max_iter = check_int(max_iter, "max_iter", minimum=1)
     tol = check_positive(tol, "tol")
+    return _maximize_evidence(X, y, lam0, max_iter, tol)
+
+
+def _maximize_evidence(X, y, lam0, max_iter, tol, penalised=None, stacklevel=3):
+    """The search of :func:`maximize_evidence` on validated input; ``penalised`` as in
+    :func:`_evidence_and_gradient`."""
     rho = max(np.linalg.norm(X, 2) ** 2 / 4.0, np.finfo(float).tiny)
     t_min, t_max = np.log(rho) - _SPAN, np.log(rho) + _SPAN
-    search = _Search(X, y, np.zeros(X.shape[1]))
+    search = _Search(X, y, np.zeros(X.shape[1]), penalised)
     t = float(np.clip(np.log(lam0), t_min, t_max))
     h = search.evaluate(t)
     converged, at_bound = h == 0.0, None
@@ -215,7 +263,7 @@ def maximize_evidence(X, y, prior_precision=1.0, *, max_iter=100, tol=1e-8):
                 "the data; check whether the maximum-likelihood estimate exists."
             ),
             ConvergenceWarning,
-            stacklevel=2,
+            stacklevel=stacklevel,
         )
     elif not converged:
         warnings.warn(
@@ -223,7 +271,7 @@ def maximize_evidence(X, y, prior_precision=1.0, *, max_iter=100, tol=1e-8):
             f"(bracket for log lambda: [{min(lo, hi) if lo is not None and hi is not None else t:.6g}, "
             f"{max(lo, hi) if lo is not None and hi is not None else t:.6g}]); increase max_iter.",
             ConvergenceWarning,
-            stacklevel=2,
+            stacklevel=stacklevel,
         )
     lam, post = search.current
     return EvidenceFit(
@@ -238,8 +286,9 @@ def maximize_evidence(X, y, prior_precision=1.0, *, max_iter=100, tol=1e-8):
 class _Search:
     """The evaluations of the search: log evidence and derivative in t = log(lambda), warm starts."""
 
-    def __init__(self, X, y, w0):
+    def __init__(self, X, y, w0, penalised=None):
         self.X, self.y, self.w = X, y, w0
+        self.penalised = penalised
         self.points = []  # (t, h) of every evaluation, the start included
         self.history = []  # log evidence after each iteration (the start excluded)
         self.current = None
@@ -250,7 +299,7 @@ class _Search:
 
     def evaluate(self, t):
         lam = float(np.exp(t))
-        value, grad, post = _evidence_and_gradient(self.X, self.y, lam, self.w)
+        value, grad, post = _evidence_and_gradient(self.X, self.y, lam, self.w, self.penalised)
         self.w = post.mean
         h = lam * grad  # d L / d log(lambda)
         if self.points:

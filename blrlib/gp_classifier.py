@@ -5,17 +5,29 @@ length scale by maximising the log marginal likelihood, Laplace's (Rasmussen &
 Williams Alg. 5.1) or EP's (GPML section 5.5.2), with its analytic gradient under
 L-BFGS-B (:mod:`blrlib.gp_hyperparameters`), fits :func:`~blrlib.gpc_laplace` or
 :func:`~blrlib.gpc_ep` at the learned values, and predicts with
-:func:`~blrlib.gpc_predict` (Alg. 3.2 or 3.6).
+:func:`~blrlib.gpc_predict` (Alg. 3.2 or 3.6).  It is a scikit-learn classifier (``Pipeline``, ``GridSearchCV``,
+``cross_val_score``, ``CalibratedClassifierCV``, ``check_estimator``), so it needs
+scikit-learn (the extra ``blrlib[sklearn]``).
 """
 
 import inspect
 import warnings
 
 import numpy as np
+from sklearn.base import BaseEstimator, ClassifierMixin
+from sklearn.utils.validation import check_is_fitted, validate_data
 
-from ._validation import as_labels, as_matrix, check_int, check_positive
+from ._sklearn import as_generator, binary_targets
+from ._validation import check_int, check_positive
 from .gp_ep import gpc_ep
-from .gp_hyperparameters import _DEFAULT_TOL, _INFERENCE, _learn, _warn_at_bounds
+from .gp_hyperparameters import (
+    _DEFAULT_TOL,
+    _INFERENCE,
+    _evaluate,
+    _learn,
+    _median_distance,
+    _warn_at_bounds,
+)
 from .gp_laplace import gpc_laplace
 from .gp_predict import _check_method, gpc_predict
 from .kernels import _squared_distances, rbf_kernel
@@ -23,42 +35,70 @@ from .optimize import ConvergenceWarning
 
 __all__ = ["GPClassifier"]
 
+_AUTO_BOUNDS = (1e-5, 1e5)  # lengthscale_bounds="auto": these times the median distance
+_NOT_FITTED = "This %(name)s instance is not fitted yet; call fit(X, y) first"
+
 
 def _check_bounds(bounds, name):
+    """(low, high, free): a pair with low <= high, or "fixed"; low == high also holds it fixed."""
+    if isinstance(bounds, str):
+        if bounds == "fixed":
+            return None, None, False
+        raise ValueError(f'{name} must be a pair (low, high) or "fixed", got {bounds!r}')
     try:
         lo, hi = bounds
     except (TypeError, ValueError):
-        raise TypeError(f"{name} must be a pair (low, high), got {bounds!r}") from None
+        raise TypeError(f'{name} must be a pair (low, high) or "fixed", got {bounds!r}') from None
     lo = check_positive(lo, f"{name}[0]")
     hi = check_positive(hi, f"{name}[1]")
     if not lo <= hi:
         raise ValueError(f"{name} must satisfy low <= high, got ({lo:g}, {hi:g})")
-    return lo, hi
+    return lo, hi, lo < hi
 
 
-class GPClassifier:
+def _flat_direction(D, y, theta, j, inference, max_iter, tol, best):
+    """Whether the log marginal likelihood is flat around ``theta`` along hyperparameter ``j``:
+    within 1e-6 nats when it is halved or doubled (why an optimiser would not move it)."""
+    for step in (-np.log(2.0), np.log(2.0)):
+        other = theta.copy()
+        other[j] += step
+        if abs(_evaluate(D, y, other, inference, max_iter, tol, best, False).lml - best.lml) > 1e-6:
+            return False
+    return True
+
+
+class GPClassifier(ClassifierMixin, BaseEstimator):
     r"""Gaussian-process classifier with an RBF kernel and the Laplace or EP approximation.
 
-    A scikit-learn-style estimator composed of :func:`~blrlib.gpc_laplace` (or
+    A scikit-learn classifier composed of :func:`~blrlib.gpc_laplace` (or
     :func:`~blrlib.gpc_ep`) and :func:`~blrlib.gpc_predict`, with the kernel
     :math:`k(\mathbf x, \mathbf x') = \sigma_f^2 \exp(-\|\mathbf x - \mathbf x'\|^2 / 2\ell^2)`
-    (:func:`~blrlib.rbf_kernel`).  With ``optimize=True`` (the default), ``fit`` chooses
-    :math:`\sigma_f^2` and :math:`\ell` by maximising the approximate log marginal
-    likelihood with L-BFGS-B on its analytic gradient
-    (:func:`~blrlib.gpc_log_marginal_likelihood`) in :math:`(\log\sigma_f^2, \log\ell)`,
-    starting from the constructor's values and from ``n_restarts`` further seeded
-    starting points; each inner iteration (Newton's method or EP) is warm-started from
-    the previous one.  A hyperparameter that ends on a bound of its search gets a
-    ``ConvergenceWarning`` that names it.
+    (:func:`~blrlib.rbf_kernel`).  By default ``fit`` chooses :math:`\sigma_f^2` and
+    :math:`\ell` by maximising the approximate log marginal likelihood with L-BFGS-B on its
+    analytic gradient (:func:`~blrlib.gpc_log_marginal_likelihood`) in
+    :math:`(\log\sigma_f^2, \log\ell)`, starting from the constructor's values and from
+    ``n_restarts`` further seeded starting points; each inner iteration (Newton's method or
+    EP) is warm-started from the previous one.  A learned hyperparameter that ends on a bound
+    of its search gets a ``ConvergenceWarning`` that names it, and so does a search that did
+    not move from its start because the marginal likelihood is flat there (typically a length
+    scale far from the distances between the inputs).  ``*_bounds="fixed"`` holds a
+    hyperparameter at the constructor's value.
 
-    A data set with one class is accepted, as by :func:`~blrlib.gpc_laplace` and
-    :func:`~blrlib.gpc_ep`: the posterior is proper, and it is fitted and predicts as
-    usual.  Its marginal likelihood, though, has no maximum: it keeps rising as
-    :math:`\sigma_f^2` and :math:`\ell` grow, towards :math:`\log\frac12` (a latent
-    function that is constant, and on that class's side with prior probability 1/2); the
-    Laplace and EP approximations of it can show a spurious maximum far out.  So with
-    ``optimize=True`` the hyperparameters are not learned: the constructor's values are
-    used, with a ``ConvergenceWarning`` that says so.
+    Any two labels are accepted (``classes_``; ``classes_[1]`` is the class coded 1).  A data
+    set with one class is accepted, as by :func:`~blrlib.gpc_laplace` and
+    :func:`~blrlib.gpc_ep`: its one class is coded 1, the posterior is proper and is fitted
+    as usual, ``predict`` returns that class and ``predict_proba`` has one column of ones
+    (scikit-learn's convention; :meth:`latent_mean_and_variance` gives the model's latent
+    values).  Its marginal likelihood, though, has no maximum: it keeps rising as
+    :math:`\sigma_f^2` and :math:`\ell` grow, towards :math:`\log\frac12`; so the
+    hyperparameters are not learned: the constructor's values are used, with a
+    ``ConvergenceWarning`` that says so.
+
+    Units: with ``lengthscale="auto"`` and ``lengthscale_bounds="auto"`` every length scale
+    the search meets is a multiple of the median distance between the training inputs, so
+    the predictions do not depend on the units of ``X`` (the same to 1e-6 for ``X`` and
+    ``1e8 * X``).  The defaults (start at :math:`\ell = 1`, bounds
+    :math:`[10^{-5}, 10^{5}]`) are absolute, as scikit-learn's ``RBF`` kernel's.
 
     Book: chapter 9 (Laplace) and chapter 11 (EP).
 
@@ -66,8 +106,9 @@ class GPClassifier:
     ----------
     variance : float, default 1
         :math:`\sigma_f^2 > 0`; the fixed value, or the optimiser's first starting point.
-    lengthscale : float, default 1
-        :math:`\ell > 0`, likewise.
+    lengthscale : float or "auto", default 1
+        :math:`\ell > 0`, likewise; ``"auto"`` is the median distance between (up to 500 of)
+        the training points.
     inference : {"laplace", "ep"}, default "laplace"
         The approximation of the posterior and of the marginal likelihood.
     optimize : bool, default True
@@ -75,13 +116,16 @@ class GPClassifier:
     n_restarts : int, default 2
         Extra optimiser runs, started from :math:`\sigma_f^2` log-uniform in
         [0.1, 1000] and :math:`\ell` log-uniform in [0.1, 10] times the median distance
-        between training points (clipped to the bounds), drawn from
-        ``np.random.default_rng(random_state)``.
-    random_state : int, default 0
+        between training points (clipped to the bounds).
+    random_state : None, int, numpy.random.Generator or RandomState, default 0
+        The source of the restarts' starting points.
     predict_method : {"quadrature", "probit", "mc", "plugin"}, default "quadrature"
         How :meth:`predict_proba` averages the sigmoid (see :func:`~blrlib.gpc_predict`).
-    variance_bounds, lengthscale_bounds : (float, float), default (1e-5, 1e5)
-        Bounds of the hyperparameter search.
+    variance_bounds : (float, float) or "fixed", default (1e-5, 1e5)
+        Bounds of the search; ``"fixed"`` (or equal bounds) holds :math:`\sigma_f^2` at
+        ``variance`` (at the bound, for equal bounds), without bound warnings.
+    lengthscale_bounds : (float, float), "auto" or "fixed", default (1e-5, 1e5)
+        Likewise for :math:`\ell`; ``"auto"`` is (1e-5, 1e5) times the median distance.
     max_iter : int, default 100
         Newton iterations per mode search (Laplace) or sweeps (EP).
     tol : float, optional
@@ -97,10 +141,15 @@ class GPClassifier:
     posterior_ : GPCLaplace or GPCEP
         The approximation at the training inputs.
     X_train_ : ndarray of shape (n, d)
-    classes_ : ndarray, ``array([0, 1])``
+    classes_ : ndarray of shape (2,) (or (1,) for one class)
     n_features_in_ : int
+    feature_names_in_ : ndarray of str
+        When ``X`` has string column names (a DataFrame).
+    n_iter_ : int
+        Evaluations of the marginal likelihood (each one a mode search or an EP run) made by
+        the hyperparameter search, plus the final fit (1 without a search).
     optimize_results_ : list of scipy.optimize.OptimizeResult
-        One per starting point (empty when ``optimize=False``).
+        One per starting point (empty when nothing is learned).
 
     Examples
     --------
@@ -110,7 +159,7 @@ class GPClassifier:
     >>> clf.predict_proba(X[:2]).shape, round(clf.variance_, 1), round(clf.lengthscale_, 2)
     ((2, 2), 25.5, 1.01)
     >>> ep = GPClassifier(inference="ep", n_restarts=0).fit(X, y)
-    >>> type(ep.posterior_).__name__, float(np.mean(ep.predict(X) == y)) > 0.9
+    >>> type(ep.posterior_).__name__, float(ep.score(X, y)) > 0.9
     ('GPCEP', True)
     """
 
@@ -129,46 +178,51 @@ class GPClassifier:
         self.max_iter = max_iter
         self.tol = tol
 
-    # -- scikit-learn's parameter protocol ---------------------------------
-    @classmethod
-    def _param_names(cls):
-        sig = inspect.signature(cls.__init__)
-        return [p for p in sig.parameters if p != "self"]
+    def __repr__(self, N_CHAR_MAX=700):
+        """The constructor call with the parameters that differ from the defaults, in its order."""
+        defaults = type(self)().get_params()
+        changed = [f"{k}={v!r}" for k, v in self._ordered_params() if not _same(v, defaults.get(k))]
+        return f"{type(self).__name__}({', '.join(changed)})"
 
-    def get_params(self, deep=True):
-        """The constructor's parameters as a dict (scikit-learn protocol)."""
-        return {name: getattr(self, name) for name in self._param_names()}
+    def _ordered_params(self):
+        params = self.get_params()
+        return [(name, params[name]) for name in inspect.signature(type(self).__init__).parameters if name != "self"]
 
-    def set_params(self, **params):
-        """Set constructor parameters by name and return ``self`` (scikit-learn protocol)."""
-        valid = self._param_names()
-        for name, value in params.items():
-            if name not in valid:
-                raise ValueError(f"invalid parameter {name!r} for GPClassifier; valid parameters are {valid}")
-            setattr(self, name, value)
-        return self
-
-    def __repr__(self):
-        defaults = {p.name: p.default for p in inspect.signature(type(self).__init__).parameters.values()}
-        changed = [f"{k}={v!r}" for k, v in self.get_params().items() if not _same(v, defaults.get(k))]
-        return f"GPClassifier({', '.join(changed)})"
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.classifier_tags.multi_class = False
+        return tags
 
     # -- fitting --------------------------------------------------------------
     def _validated_params(self):
         variance = check_positive(self.variance, "variance")
-        lengthscale = check_positive(self.lengthscale, "lengthscale")
+        if not (isinstance(self.lengthscale, str) and self.lengthscale == "auto"):
+            check_positive(self.lengthscale, "lengthscale")
         if self.inference not in _INFERENCE:
             raise ValueError(f"inference must be one of {_INFERENCE}, got {self.inference!r}")
         if not isinstance(self.optimize, bool | np.bool_):
             raise TypeError(f"optimize must be True or False, got {type(self.optimize).__name__}")
         n_restarts = check_int(self.n_restarts, "n_restarts", minimum=0)
-        random_state = check_int(self.random_state, "random_state", minimum=0)
+        rng = as_generator(self.random_state)
         _check_method(self.predict_method)
-        bounds = (_check_bounds(self.variance_bounds, "variance_bounds"),
-                  _check_bounds(self.lengthscale_bounds, "lengthscale_bounds"))
         max_iter = check_int(self.max_iter, "max_iter")
         tol = _DEFAULT_TOL[self.inference] if self.tol is None else check_positive(self.tol, "tol")
-        return variance, lengthscale, n_restarts, random_state, bounds, max_iter, tol
+        return variance, n_restarts, rng, max_iter, tol
+
+    def _bounds(self, variance, lengthscale, scale):
+        """The search's bounds and which hyperparameters it learns; fixed ones sit at their value."""
+        v_lo, v_hi, v_free = _check_bounds(self.variance_bounds, "variance_bounds")
+        if isinstance(self.lengthscale_bounds, str) and self.lengthscale_bounds == "auto":
+            l_lo, l_hi, l_free = _AUTO_BOUNDS[0] * scale, _AUTO_BOUNDS[1] * scale, True
+        else:
+            l_lo, l_hi, l_free = _check_bounds(self.lengthscale_bounds, "lengthscale_bounds")
+        if not v_free:
+            variance = variance if v_lo is None else v_lo
+            v_lo = v_hi = variance
+        if not l_free:
+            lengthscale = lengthscale if l_lo is None else l_lo
+            l_lo = l_hi = lengthscale
+        return variance, lengthscale, ((v_lo, v_hi), (l_lo, l_hi)), (bool(v_free), bool(l_free))
 
     def fit(self, X, y):
         """Fit the approximation, learning the hyperparameters if ``optimize``; return ``self``.
@@ -176,26 +230,32 @@ class GPClassifier:
         Parameters
         ----------
         X : array_like of shape (n, d)
-        y : array_like of shape (n,), values in {0, 1}
+        y : array_like of shape (n,), at most two distinct labels of any type
         """
-        variance, lengthscale, n_restarts, seed, bounds, max_iter, tol = self._validated_params()
-        X = as_matrix(X)
-        y = as_labels(y, n=X.shape[0])
+        variance, n_restarts, rng, max_iter, tol = self._validated_params()
+        X, y = validate_data(self, X, y, dtype=np.float64)
+        self.classes_, y = binary_targets("GPClassifier", y, allow_one_class=True)
+        D = _squared_distances(X)
+        scale = _median_distance(D)
+        lengthscale = scale if isinstance(self.lengthscale, str) else float(self.lengthscale)
+        variance, lengthscale, bounds, free = self._bounds(variance, lengthscale, scale)
         self.optimize_results_ = []
+        n_evaluations = 0
         best = None
-        if self.optimize and y.min() == y.max():
+        if self.optimize and any(free) and self.classes_.size == 1:
             warnings.warn(
-                f"GPClassifier: y has only class {int(y[0])} ({y.shape[0]} labels), and then the marginal "
-                f"likelihood has no maximum (it rises as variance and lengthscale grow); the hyperparameters "
-                f"are not learned: variance={variance:g} and lengthscale={lengthscale:g} are used",
+                f"GPClassifier: y has only class {self.classes_.tolist()[0]!r} ({y.shape[0]} labels), and then the "
+                f"marginal likelihood has no maximum (it rises as variance and lengthscale grow); the "
+                f"hyperparameters are not learned: variance={variance:g} and lengthscale={lengthscale:g} are used",
                 ConvergenceWarning,
                 stacklevel=2,
             )
-        elif self.optimize:
-            best, self.optimize_results_ = _learn(_squared_distances(X), y, (variance, lengthscale), bounds,
-                                                  n_restarts, seed, self.inference, max_iter, tol)
+        elif self.optimize and any(free):
+            best, self.optimize_results_, n_evaluations = _learn(
+                D, y, (variance, lengthscale), bounds, n_restarts, rng, self.inference, max_iter, tol, free, scale)
             variance, lengthscale = (float(v) for v in np.exp(best.theta))
-            _warn_at_bounds(best.theta, bounds)
+            _warn_at_bounds(best.theta, bounds, free=free)
+            self._warn_if_stuck(D, y, best, free, max_iter, tol, scale)
         K = rbf_kernel(X, variance=variance, lengthscale=lengthscale)
         if self.inference == "laplace":
             self.posterior_ = gpc_laplace(K, y, max_iter, tol, f0=None if best is None else best.f)
@@ -205,30 +265,53 @@ class GPClassifier:
         self.lengthscale_ = lengthscale
         self.log_marginal_likelihood_ = self.posterior_.log_marginal_likelihood
         self.X_train_ = X
-        self.classes_ = np.array([0, 1])
-        self.n_features_in_ = X.shape[1]
+        self.n_iter_ = n_evaluations + 1
         return self
+
+    def _warn_if_stuck(self, D, y, best, free, max_iter, tol, scale):
+        """A ConvergenceWarning for each learned hyperparameter that the best run left where it
+        started, on a marginal likelihood that is flat along it."""
+        run = max(self.optimize_results_, key=lambda r: -r.fun)
+        start = np.zeros(2)
+        start[np.asarray(free)] = run.x0
+        for j in np.flatnonzero(free):
+            if abs(best.theta[j] - start[j]) > 1e-10:
+                continue
+            if not _flat_direction(D, y, best.theta, j, self.inference, max_iter, tol, best):
+                continue
+            name = ("variance", "lengthscale")[j]
+            warnings.warn(
+                f"GPClassifier: the hyperparameter search did not move {name} from its start "
+                f"{np.exp(best.theta[j]):.4g}: the log marginal likelihood is flat there (it changes by "
+                f"less than 1e-6 when {name} is halved or doubled)."
+                + (f" The length scale may not suit the units of X: the median distance between the "
+                   f'training points is {scale:.4g}; start there with lengthscale="auto" (and '
+                   f'lengthscale_bounds="auto"), or standardise X' if j == 1 else ""),
+                ConvergenceWarning,
+                stacklevel=3,
+            )
 
     # -- prediction -----------------------------------------------------------
     def _prediction(self, X):
-        if not hasattr(self, "posterior_"):
-            raise AttributeError("this GPClassifier is not fitted yet; call fit(X, y) first")
-        X = as_matrix(X)
-        if X.shape[1] != self.n_features_in_:
-            raise ValueError(
-                f"X has {X.shape[1]} features, but GPClassifier was fitted with {self.n_features_in_} features"
-            )
+        check_is_fitted(self, msg=_NOT_FITTED)
+        X = validate_data(self, X, dtype=np.float64, reset=False)
         K_star = rbf_kernel(X, self.X_train_, variance=self.variance_, lengthscale=self.lengthscale_)
         return gpc_predict(self.posterior_, K_star, np.full(X.shape[0], self.variance_), self.predict_method)
 
     def predict_proba(self, X):
-        """Class probabilities, shape (m, 2): columns :math:`p(y=0)` and :math:`p(y=1)`."""
+        """Class probabilities, shape (m, 2), columns in the order of ``classes_``: :math:`p(y=0)` and
+        :math:`p(y=1)` for the labels coded 0 and 1 (one column of ones after one class)."""
         p = self._prediction(X).prob
+        if self.classes_.size == 1:
+            return np.ones((p.shape[0], 1))
         return np.column_stack([1.0 - p, p])
 
     def predict(self, X):
-        """Labels in {0, 1}: 1 where the latent mean is positive (where :math:`p(y = 1) > 1/2`)."""
-        return (self._prediction(X).mean > 0).astype(int)
+        """Labels: ``classes_[1]`` where the latent mean is positive (where its probability exceeds 1/2)."""
+        positive = self._prediction(X).mean > 0
+        if self.classes_.size == 1:
+            return np.full(positive.shape[0], self.classes_[0])
+        return self.classes_[positive.astype(int)]
 
     def latent_mean_and_variance(self, X):
         """Mean and variance of the latent function at ``X`` (GPML Alg. 3.2 / 3.6)."""

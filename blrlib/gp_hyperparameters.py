@@ -252,42 +252,59 @@ def gpc_log_marginal_likelihood(X, y, variance, lengthscale, eval_gradient=True,
     return (result.lml, result.grad) if eval_gradient else result.lml
 
 
-def _learn(D, y, start, bounds, n_restarts, seed, inference, max_iter, tol):
+def _median_distance(D):
+    """The median distance between (up to 500 of) the training points, 1 if that is 0."""
+    m = min(D.shape[0], 500)
+    sub = D[:m, :m]
+    dist = np.sqrt(sub[np.triu_indices_from(sub, 1)])
+    median = float(np.median(dist)) if dist.size else 0.0
+    return median if median > 0 else 1.0
+
+
+def _learn(D, y, start, bounds, n_restarts, rng, inference, max_iter, tol, free=(True, True), scale=None):
     r"""Maximise the log marginal likelihood over :math:`(\log\sigma_f^2, \log\ell)` by L-BFGS-B.
 
     ``start`` is the first starting point (variance, lengthscale); ``n_restarts`` more
-    are drawn from ``np.random.default_rng(seed)``: :math:`\sigma_f^2` log-uniform in
-    [0.1, 1000] and :math:`\ell` log-uniform in [0.1, 10] times the median distance
-    between (up to 500) training points, clipped to the bounds.  Returns the best
-    evaluation (without gradient buffers) and the optimiser's results, one per start.
+    are drawn from the generator ``rng``: :math:`\sigma_f^2` log-uniform in
+    [0.1, 1000] and :math:`\ell` log-uniform in [0.1, 10] times ``scale`` (by default the
+    median distance between (up to 500) training points), clipped to the bounds.  A
+    hyperparameter whose entry of ``free`` is false stays at its start value (the search
+    runs over the others only).  Returns the best evaluation (without gradient buffers),
+    the optimiser's results, one per start, and the number of evaluations.
     """
+    free = np.asarray(free, dtype=bool)
     log_bounds = [(np.log(lo), np.log(hi)) for lo, hi in bounds]
     lo, hi = np.array(log_bounds).T
     buffers = _Buffers(D.shape[0])
     best = None
     last = None
+    n_evaluations = 0
+    theta = np.clip(np.log(start), lo, hi)  # the fixed entries keep these values
 
-    def objective(theta):
-        nonlocal best, last
-        last = _evaluate(D, y, theta.copy(), inference, max_iter, tol, last, True, buffers)
+    def objective(x):
+        nonlocal best, last, n_evaluations
+        theta_x = theta.copy()
+        theta_x[free] = x
+        last = _evaluate(D, y, theta_x, inference, max_iter, tol, last, True, buffers)
+        n_evaluations += 1
         if best is None or last.lml > best.lml:
             best = last
-        return -last.lml, -last.grad
+        return -last.lml, -last.grad[free]
 
-    starts = [np.clip(np.log(start), lo, hi)]
+    starts = [theta[free]]
     if n_restarts:
-        rng = np.random.default_rng(seed)
-        sub = D[: min(D.shape[0], 500), : min(D.shape[0], 500)]
-        dist = np.sqrt(sub[np.triu_indices_from(sub, 1)])
-        scale = float(np.median(dist)) if dist.size and np.median(dist) > 0 else 1.0
+        scale = _median_distance(D) if scale is None else scale
         for _ in range(n_restarts):
             log_v = rng.uniform(np.log(0.1), np.log(1000.0))
             log_l = np.log(scale) + rng.uniform(np.log(0.1), np.log(10.0))
-            starts.append(np.clip([log_v, log_l], lo, hi))
+            starts.append(np.clip([log_v, log_l], lo, hi)[free])
     results = []
+    free_bounds = [b for b, f in zip(log_bounds, free) if f]
     for theta0 in starts:
         last = None  # each run starts its inner iterations afresh
-        results.append(minimize(objective, theta0, jac=True, method="L-BFGS-B", bounds=log_bounds))
+        result = minimize(objective, theta0, jac=True, method="L-BFGS-B", bounds=free_bounds)
+        result.x0 = theta0  # where this run started (GPClassifier warns when it did not move)
+        results.append(result)
     if not any(r.success for r in results):
         message = min(results, key=lambda r: r.fun).message
         warnings.warn(
@@ -296,25 +313,28 @@ def _learn(D, y, start, bounds, n_restarts, seed, inference, max_iter, tol):
             ConvergenceWarning,
             stacklevel=3,
         )
-    return best, results
+    return best, results, n_evaluations
 
 
 _AT_BOUND = 1e-4  # log-space distance that counts as "on the bound"
 
 
-def _warn_at_bounds(theta, bounds, stacklevel=3):
+def _warn_at_bounds(theta, bounds, stacklevel=3, free=(True, True)):
     """A ConvergenceWarning for each learned hyperparameter that ended on a bound of its search.
 
     "On a bound" is within 1e-4 in log space (0.01 %): L-BFGS-B stops short of an active bound
     by more than 1e-6 (a length scale of 99 999.8 at the bound 1e5 on chapter 11's breast cancer
-    data), and scikit-learn's test, ``np.isclose`` on the log bounds, is about as wide there."""
-    for name, value, (lo, hi) in zip(_NAMES, np.exp(theta), bounds):
+    data), and scikit-learn's test, ``np.isclose`` on the log bounds, is about as wide there.
+    A hyperparameter held fixed (``free`` false) is not warned about."""
+    for name, value, (lo, hi), learned in zip(_NAMES, np.exp(theta), bounds, free):
+        if not learned:  # held fixed: its bounds are not a search's
+            continue
         for side, bound in (("lower", lo), ("upper", hi)):
             if abs(np.log(value) - np.log(bound)) <= _AT_BOUND:
                 warnings.warn(
                     f"GPClassifier: the learned {name} {value:.4g} is at the {side} bound {bound:g} of "
                     f"{name}_bounds; the marginal likelihood still rises beyond it. Widen {name}_bounds "
-                    f"or fix {name} (optimize=False)",
+                    f"or hold {name} fixed ({name}_bounds=\"fixed\")",
                     ConvergenceWarning,
                     stacklevel=stacklevel,
                 )

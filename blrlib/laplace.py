@@ -131,6 +131,11 @@ _MODE_TOL = 1e-10
 
 def _find_mode(X, y, lam, w0):
     """The posterior mode by :func:`~blrlib.optimize._irls`, or a clear error when it does not exist."""
+    return _mode_fit(X, y, lam, w0).w
+
+
+def _mode_fit(X, y, lam, w0):
+    """:func:`_find_mode`, returning the whole :class:`~blrlib.FitResult` (for its ``n_iter``)."""
     outcome = _irls(X, y, lam, w0, _MODE_MAX_ITER, _MODE_TOL)
     d = X.shape[1]
     if outcome.separation is not _Separation.NONE:
@@ -144,9 +149,9 @@ def _find_mode(X, y, lam, w0):
             f"{outcome.fit.n_iter} guarded Newton steps ({outcome.detail}); the mean and "
             f"covariance are those of the last iterate",
             ConvergenceWarning,
-            stacklevel=3,
+            stacklevel=4,
         )
-    return outcome.fit.w
+    return outcome.fit
 
 
 def _laplace_at_mode(X, y, lam, w):

@@ -8,8 +8,10 @@ import pytest
 from numpy.testing import assert_allclose
 from scipy.special import log_expit, logsumexp
 from sklearn.base import clone
+from sklearn.exceptions import NotFittedError
 from sklearn.gaussian_process import GaussianProcessClassifier
 from sklearn.gaussian_process.kernels import RBF, ConstantKernel
+from sklearn.utils.estimator_checks import parametrize_with_checks
 
 from blrlib import (
     GPCEP,
@@ -161,13 +163,15 @@ def test_one_class(inference):
     y = np.ones(4)
     fit = (gpc_laplace if inference == "laplace" else gpc_ep)(rbf_kernel(X, variance=3.0, lengthscale=0.8), y)
     fixed = GPClassifier(3.0, 0.8, optimize=False, inference=inference).fit(X, y)
-    with pytest.warns(ConvergenceWarning, match=r"y has only class 1 \(4 labels\), and then the marginal "
+    with pytest.warns(ConvergenceWarning, match=r"y has only class 1.0 \(4 labels\), and then the marginal "
                                                  r"likelihood has no maximum.*variance=3 and lengthscale=0.8 are used"):
         learned = GPClassifier(3.0, 0.8, inference=inference).fit(X, y)
     for clf in (fixed, learned):
         assert (clf.variance_, clf.lengthscale_) == (3.0, 0.8) and clf.optimize_results_ == []
         assert_allclose(clf.log_marginal_likelihood_, fit.log_marginal_likelihood, rtol=0, atol=1e-12)
-        assert np.all(clf.predict(X) == 1) and np.all(clf.predict_proba(X)[:, 1] > 0.5)
+        # scikit-learn's convention for one class (issue 17): that class, with probability 1
+        assert np.all(clf.predict(X) == 1) and np.all(clf.predict_proba(X) == 1.0)
+        assert np.all(clf.latent_mean_and_variance(X)[0] > 0)
     # the claim: towards a constant latent function the exact marginal likelihood E[prod sigma(f_n)]
     # (Monte Carlo over the prior, standard error about 0.002) only rises, towards log 1/2
     rng = np.random.default_rng(0)
@@ -219,15 +223,145 @@ Y3 = np.array([0, 1, 1])
          r"inference must be one of \('laplace', 'ep'\), got 'vb'"),
         (lambda: GPClassifier(tol=0.0).fit(np.ones((3, 1)), Y3), ValueError, r"tol must be > 0, got 0"),
         (lambda: GPClassifier(variance_bounds=(1.0,)).fit(np.ones((3, 1)), Y3), TypeError,
-         r"variance_bounds must be a pair \(low, high\)"),
-        (lambda: GPClassifier().fit(np.ones((3, 1)), ["a", "b", "a"]), TypeError, r"y must be an array of 0/1 labels"),
-        (lambda: GPClassifier().fit(np.ones(3), Y3), ValueError, r"X must be 2-D"),
-        (lambda: GPClassifier().predict(np.ones((3, 1))), AttributeError, r"not fitted yet; call fit\(X, y\) first"),
+         r"variance_bounds must be a pair \(low, high\) or \"fixed\""),
+        # scikit-learn's validation since issue 17: its messages, NotFittedError (an AttributeError)
+        (lambda: GPClassifier().fit(np.ones((3, 1)), [0.5, 1.5, 0.2]), ValueError, r"Unknown label type"),
+        (lambda: GPClassifier().fit(np.ones((3, 1)), [0, 1, 2]), ValueError,
+         r"Only binary classification is supported. GPClassifier models two classes; y has 3 classes"),
+        (lambda: GPClassifier().fit(np.ones(3), Y3), ValueError, r"Expected 2D array, got 1D array"),
+        (lambda: GPClassifier().fit(np.ones((3, 1)) * 1j, Y3), ValueError, r"Complex data not supported"),
+        (lambda: GPClassifier().predict(np.ones((3, 1))), NotFittedError, r"not fitted yet; call fit\(X, y\) first"),
         (lambda: GPClassifier(optimize=False).fit(np.eye(3), Y3).predict_proba(np.ones((2, 2))), ValueError,
-         r"X has 2 features, but GPClassifier was fitted with 3 features"),
-        (lambda: GPClassifier().set_params(length_scale=1.0), ValueError, r"invalid parameter 'length_scale'"),
+         r"X has 2 features, but GPClassifier is expecting 3 features"),
+        (lambda: GPClassifier().set_params(length_scale=1.0), ValueError, r"Invalid parameter 'length_scale'"),
+        (lambda: GPClassifier(random_state="seed").fit(np.ones((3, 1)), Y3), TypeError,
+         r"random_state must be None, an int seed, a numpy.random.Generator or a numpy.random.RandomState"),
+        (lambda: GPClassifier(variance_bounds="free").fit(np.ones((3, 1)), Y3), ValueError,
+         r'variance_bounds must be a pair \(low, high\) or "fixed", got \'free\''),
     ],
 )
 def test_bad_input(call, exc, match):
     with pytest.raises(exc, match=match):
         call()
+
+
+# --- a scikit-learn classifier (issue 17) ---------------------------------------------------
+
+@parametrize_with_checks([GPClassifier()])
+def test_sklearn_estimator_checks(estimator, check):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)  # hyperparameters at bounds on the checks' data
+        check(estimator)
+
+
+@pytest.fixture(scope="module")
+def small_moons():
+    return datasets.two_moons(60, noise=0.3, seed=2)
+
+
+def test_pipeline_grid_search_cross_val_calibration_clone(small_moons):
+    from sklearn.calibration import CalibratedClassifierCV
+    from sklearn.model_selection import GridSearchCV, StratifiedKFold, cross_val_score
+    from sklearn.pipeline import make_pipeline
+    from sklearn.preprocessing import StandardScaler
+
+    X, y = small_moons
+    pipe = make_pipeline(StandardScaler(), GPClassifier(n_restarts=0))
+    assert pipe.fit(X, y).score(X, y) > 0.9
+    assert pipe.predict(X).shape == (60,)
+    scores = cross_val_score(pipe, X, y, cv=3)
+    by_hand = [clone(pipe).fit(X[tr], y[tr]).score(X[te], y[te]) for tr, te in StratifiedKFold(3).split(X, y)]
+    assert_allclose(scores, by_hand, rtol=0, atol=0) and np.mean(scores) > 0.75
+    grid = {"gpclassifier__n_restarts": [0, 1]}
+    for scoring in (None, "neg_log_loss"):
+        search = GridSearchCV(pipe, grid, cv=3, scoring=scoring).fit(X, y)
+        assert np.isfinite(search.best_score_), scoring
+        assert np.all(np.isfinite(search.cv_results_["mean_test_score"]))
+    cal = CalibratedClassifierCV(GPClassifier(n_restarts=0), cv=3).fit(X, y)
+    assert cal.predict_proba(X).shape == (60, 2)
+    twin = clone(GPClassifier(3.0, inference="ep"))
+    assert twin.get_params()["variance"] == 3.0 and twin.get_params()["inference"] == "ep"
+
+
+def test_pandas_feature_names(small_moons):
+    import pandas as pd
+
+    X, y = small_moons
+    df = pd.DataFrame(X, columns=["a", "b"])
+    clf = GPClassifier(n_restarts=0).fit(df, y)
+    assert clf.feature_names_in_.tolist() == ["a", "b"] and clf.n_features_in_ == 2
+    assert_allclose(clf.predict_proba(df), GPClassifier(n_restarts=0).fit(X, y).predict_proba(X), rtol=1e-12)
+    with pytest.raises(ValueError, match="Feature names must be in the same order as they were in fit"):
+        clf.predict_proba(df[["b", "a"]])
+
+
+@pytest.mark.parametrize("labels", [("no", "yes"), (-1, 1), (1, 2)])
+def test_any_two_labels(small_moons, labels):
+    X, y = small_moons
+    coded = np.where(y == 1, labels[1], labels[0])
+    ref = GPClassifier(n_restarts=0).fit(X, y)
+    clf = GPClassifier(n_restarts=0).fit(X, coded)
+    assert clf.classes_.tolist() == list(labels)
+    assert_allclose(clf.predict_proba(X), ref.predict_proba(X), rtol=1e-12)
+    assert np.array_equal(clf.predict(X), np.where(ref.predict(X) == 1, labels[1], labels[0]))
+    assert clf.score(X, coded) == ref.score(X, y) == np.mean(ref.predict(X) == y)
+
+
+def test_n_iter_and_random_state(small_moons):
+    X, y = small_moons
+    clf = GPClassifier(n_restarts=1).fit(X, y)
+    assert clf.n_iter_ == sum(r.nfev for r in clf.optimize_results_) + 1
+    assert GPClassifier(optimize=False).fit(X, y).n_iter_ == 1
+    fitted = {}
+    for name, state in [("int", 3), ("generator", np.random.default_rng(3)), ("legacy", np.random.RandomState(3)),
+                        ("none", None)]:
+        fitted[name] = GPClassifier(n_restarts=1, random_state=state).fit(X, y)
+    # an int seed and a Generator seeded alike draw the same restarts
+    assert [r.x.tolist() for r in fitted["int"].optimize_results_] == \
+        [r.x.tolist() for r in fitted["generator"].optimize_results_]
+    for clf in fitted.values():  # every start reaches the same optimum on two moons
+        assert_allclose(clf.log_marginal_likelihood_, fitted["int"].log_marginal_likelihood_, atol=1e-6)
+
+
+def test_fixed_hyperparameter_without_bound_warnings(small_moons):
+    X, y = small_moons
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", ConvergenceWarning)
+        fixed = GPClassifier(variance=4.0, variance_bounds="fixed", n_restarts=1).fit(X, y)
+        equal = GPClassifier(variance=4.0, variance_bounds=(4.0, 4.0), n_restarts=1).fit(X, y)
+        both = GPClassifier(2.0, 0.5, variance_bounds="fixed", lengthscale_bounds="fixed").fit(X, y)
+    assert fixed.variance_ == 4.0 and equal.variance_ == 4.0
+    assert_allclose(fixed.lengthscale_, equal.lengthscale_, rtol=1e-10)
+    # the length scale maximises the marginal likelihood at variance 4
+    _, grad = gpc_log_marginal_likelihood(X, y, 4.0, fixed.lengthscale_)
+    assert abs(grad[1]) < 1e-3 and abs(grad[0]) > 1e-2
+    assert (both.variance_, both.lengthscale_, both.optimize_results_, both.n_iter_) == (2.0, 0.5, [], 1)
+
+
+@pytest.mark.parametrize("inference", ["laplace", "ep"])
+def test_predictions_do_not_depend_on_units(small_moons, inference):
+    """lengthscale="auto" and lengthscale_bounds="auto" work in multiples of the median distance."""
+    X, y = small_moons
+    X_new = X[:15] + 0.05
+    auto = {"lengthscale": "auto", "lengthscale_bounds": "auto", "inference": inference, "n_restarts": 1}
+    base = GPClassifier(**auto).fit(X, y)
+    for factor in (1e-4, 1e8):
+        scaled = GPClassifier(**auto).fit(factor * X, y)
+        assert_allclose(scaled.predict_proba(factor * X_new), base.predict_proba(X_new), rtol=0, atol=1e-6)
+        assert_allclose(scaled.lengthscale_ / factor, base.lengthscale_, rtol=1e-5)
+        assert_allclose(scaled.variance_, base.variance_, rtol=1e-5)
+
+
+def test_warns_when_the_search_does_not_move(small_moons):
+    """Inputs in large units with the default start at lengthscale 1: every pair of points looks
+    unrelated, the marginal likelihood is flat, L-BFGS-B stops where it began, and says so now."""
+    X, y = small_moons
+    with pytest.warns(ConvergenceWarning, match=r"did not move lengthscale from its start 1: .* the median "
+                                                 r"distance between the training points is 1\.\d+e\+08"):
+        clf = GPClassifier(n_restarts=0).fit(1e8 * X, y)
+    assert clf.lengthscale_ == 1.0
+    with warnings.catch_warnings():  # started at its optimum, it does not move either: no warning
+        warnings.simplefilter("error", ConvergenceWarning)
+        ref = GPClassifier(n_restarts=0).fit(X, y)
+        again = GPClassifier(ref.variance_, ref.lengthscale_, n_restarts=0).fit(X, y)
+    assert_allclose(again.log_marginal_likelihood_, ref.log_marginal_likelihood_, atol=1e-8)

@@ -1,0 +1,343 @@
+r"""Bayesian logistic regression as a scikit-learn classifier.
+
+Book: chapters 4 to 6 and 10.  :class:`BayesianLogisticRegression` composes what the
+chapters build by hand: the prior :math:`\mathcal N(\mathbf 0, \lambda^{-1} I)` on the
+coefficients (chapter 4), the Laplace approximation of the posterior and of the evidence
+(chapter 5, :func:`~blrlib.laplace_posterior`), :math:`\lambda` chosen by maximising the
+evidence (:func:`~blrlib.maximize_evidence`), the predictive probabilities that average
+the sigmoid over the posterior (chapter 6, :func:`~blrlib.expected_sigmoid`) and, with
+``inference="gibbs"``, draws from the exact posterior (chapter 10,
+:func:`~blrlib.gibbs_logistic`).
+
+Each kind of inference is one small function from the design matrix, the 0/1 labels and
+the prior precision vector to a :class:`_Posterior` (mean, covariance, draws if any, the
+iteration count); ``_INFERENCE`` maps the names to them.  Needs scikit-learn (the extra
+``blrlib[sklearn]``).
+"""
+
+import numbers
+import warnings
+from dataclasses import dataclass, field, replace
+
+import numpy as np
+from scipy.special import expit, ndtri
+from sklearn.base import BaseEstimator, ClassifierMixin
+from sklearn.utils.validation import check_is_fitted, validate_data
+
+from ._sklearn import as_generator, binary_targets
+from ._validation import as_prior_precision, check_int, check_positive
+from .evidence import _maximize_evidence, _partly_flat_log_evidence
+from .laplace import _laplace_at_mode, _mode_fit
+from .optimize import ConvergenceWarning
+from .predictive import expected_sigmoid
+from .sampling import gibbs_logistic, predict_samples
+
+__all__ = ["BayesianLogisticRegression"]
+
+_PREDICT_METHODS = ("quadrature", "probit", "mc", "plugin")
+_MC_DRAWS = 10_000  # draws per point of predict_method="mc"
+_RHAT_MAX = 1.01
+
+
+@dataclass(frozen=True)
+class _Posterior:
+    """What an inference function hands back: the posterior mean and covariance of all
+    the weights (intercept first), the draws if it samples, and its iteration count."""
+
+    mean: np.ndarray
+    cov: np.ndarray
+    n_iter: int
+    laplace: object = field(default=None, repr=False)  # the LaplacePosterior, if one was fitted
+    samples: object = field(default=None, repr=False)  # the PosteriorSamples, if drawn
+
+
+def _fit_laplace(X, y, lam, laplace, est, rng):
+    """The Laplace approximation (chapter 5): mode and inverse negative Hessian."""
+    return _Posterior(mean=laplace.mean, cov=laplace.cov, n_iter=laplace.n_iter, laplace=laplace.post)
+
+
+def _fit_gibbs(X, y, lam, laplace, est, rng):
+    """The exact posterior by Polya-Gamma Gibbs sampling (chapter 10); moments of the draws."""
+    samples = gibbs_logistic(X, y, lam, n_samples=est.n_samples, n_warmup=est.n_warmup,
+                             n_chains=est.n_chains, seed=rng)
+    worst = float(np.max(samples.rhat))
+    if worst > _RHAT_MAX:
+        warnings.warn(
+            f"BayesianLogisticRegression(inference='gibbs'): the largest split R-hat is {worst:.4f} "
+            f"> {_RHAT_MAX}; the chains have not mixed: increase n_warmup and n_samples",
+            ConvergenceWarning,
+            stacklevel=4,
+        )
+    return _Posterior(mean=samples.mean, cov=samples.cov, n_iter=est.n_warmup + est.n_samples,
+                      laplace=laplace.post, samples=samples)
+
+
+_INFERENCE = {"laplace": _fit_laplace, "gibbs": _fit_gibbs}
+
+
+@dataclass(frozen=True)
+class _LaplaceFit:
+    post: object
+    mean: np.ndarray
+    cov: np.ndarray
+    n_iter: int
+
+
+class BayesianLogisticRegression(ClassifierMixin, BaseEstimator):
+    r"""Bayesian logistic regression: a Gaussian prior, the posterior, moderated predictions.
+
+    The model of the book with scikit-learn's conventions: any two labels (``classes_[1]``
+    is the class coded 1), an intercept with a flat prior (unpenalised, as scikit-learn's
+    ``LogisticRegression`` leaves it) and the prior
+    :math:`\mathcal N(\mathbf 0, \lambda^{-1} I)` on the coefficients.  ``fit`` finds the
+    posterior (Laplace approximation, or draws of the exact posterior), ``predict_proba``
+    averages the sigmoid over it (chapter 6), and ``summary`` prints posterior means,
+    standard deviations and credible intervals as a statistician reads them.
+
+    With ``prior_precision="evidence"`` (the default) :math:`\lambda` maximises the Laplace
+    estimate of the evidence exactly (as :func:`~blrlib.maximize_evidence`, to 1e-8 in
+    :math:`\log\lambda`).  With an intercept, the evidence is that of a flat prior of unit
+    density on it: the Laplace approximation of
+    :math:`\log \int p(\mathbf y \mid X, \mathbf w)\, \mathcal N(\mathbf w_{1:d} \mid \mathbf 0,
+    \lambda^{-1} I)\, d\mathbf w`, which is the book's formula (``eq-laplace-evidence``) over
+    the :math:`d` coefficients plus :math:`\frac12 \log 2\pi` (an improper prior makes the
+    evidence depend on this choice of unit; it does not change the maximising :math:`\lambda`).
+
+    Book: chapter 5 (``eq-laplace-cov``, ``eq-laplace-evidence``), chapter 6
+    (``eq-predictive``), chapter 10 (``inference="gibbs"``).
+
+    Parameters
+    ----------
+    prior_precision : "evidence", float or array_like of shape (d,), default "evidence"
+        :math:`\lambda \ge 0` on the coefficients (one per feature for an array), or
+        ``"evidence"`` to choose the scalar :math:`\lambda` that maximises the Laplace
+        evidence.  ``0`` is maximum likelihood (the posterior is then the classical
+        asymptotic normal distribution, ``coef_cov_`` the inverse observed information).
+    fit_intercept : bool, default True
+        Add an intercept with a flat prior.  ``False`` fits through the origin with the prior
+        on every weight (then ``intercept_`` is 0).
+    inference : {"laplace", "gibbs"}, default "laplace"
+        ``"laplace"``: the Gaussian at the posterior mode (chapter 5).  ``"gibbs"``: Polya-Gamma
+        Gibbs sampling of the exact posterior (chapter 10) at the same :math:`\lambda`;
+        ``coef_`` and ``coef_cov_`` are then the mean and covariance of the draws.
+    predict_method : {"quadrature", "probit", "mc", "plugin"}, default "quadrature"
+        How ``predict_proba`` averages the sigmoid over the Gaussian posterior of the
+        activation (:func:`~blrlib.expected_sigmoid`; ``"plugin"`` is
+        :math:`\sigma(\mathbf x^\top \mathbf m)`).  With ``inference="gibbs"`` the average
+        over the draws (:func:`~blrlib.predict_samples`) is used whatever this says.
+    n_samples, n_warmup, n_chains : int, default 2000, 500, 4
+        Draws kept and discarded per chain, and chains, for ``inference="gibbs"``.
+    random_state : None, int, numpy.random.Generator or RandomState, default 0
+        Seeds the Gibbs chains and the draws of ``predict_method="mc"``.
+    max_iter : int, default 100
+        Laplace fits the evidence search may make.
+    tol : float, default 1e-8
+        Tolerance of the evidence search in :math:`\log\lambda`.
+
+    Attributes
+    ----------
+    classes_ : ndarray of shape (2,)
+    coef_ : ndarray of shape (1, d)
+        Posterior mean of the coefficients (the mode for ``"laplace"``).
+    intercept_ : ndarray of shape (1,)
+    coef_cov_ : ndarray of shape (d + 1, d + 1), or (d, d) without an intercept
+        Posterior covariance of (intercept, coefficients), the intercept first.
+    prior_precision_ : float or ndarray of shape (d,)
+        :math:`\lambda` used (chosen by the evidence or given).
+    log_evidence_ : float
+        The Laplace log evidence at ``prior_precision_`` (:math:`-\infty` when some
+        :math:`\lambda_j = 0`).
+    n_iter_ : int
+        Laplace fits of the evidence search (each one a guarded Newton search), or the
+        Newton iterations at a fixed :math:`\lambda`; for ``"gibbs"``, the iterations of each
+        chain (warm-up and kept draws).
+    posterior_ : LaplacePosterior or PosteriorSamples
+        The functional API's result over the columns (1, X) (or X without an intercept).
+    n_features_in_ : int
+    feature_names_in_ : ndarray of str
+        When ``X`` has string column names (a DataFrame).
+
+    Examples
+    --------
+    >>> from blrlib import datasets
+    >>> X, y, names = datasets.spector()
+    >>> mle = BayesianLogisticRegression(prior_precision=0).fit(X, y)
+    >>> mle.intercept_.round(3), mle.coef_.round(3)   # statsmodels' Logit on the same data
+    (array([-13.021]), array([[2.826, 0.095, 2.379]]))
+    >>> clf = BayesianLogisticRegression().fit(X, y)  # lambda by the evidence
+    >>> round(clf.prior_precision_, 4), clf.predict_proba(X[:2]).shape
+    (0.3284, (2, 2))
+    >>> print(clf.summary())
+    Bayesian logistic regression: Laplace approximation
+    n = 32, prior precision on the coefficients = 0.328392 (maximises the evidence), intercept with a flat prior
+    log evidence (Laplace) = -18.3415
+    <BLANKLINE>
+                       mean         sd     [0.025     0.975]
+    intercept       -9.9292     3.7523   -17.2837    -2.5748
+    x1               1.8701     0.9021     0.1021     3.6380
+    x2               0.1119     0.1301    -0.1432     0.3669
+    x3               1.6849     0.8046     0.1079     3.2619
+    """
+
+    def __init__(self, prior_precision="evidence", *, fit_intercept=True, inference="laplace",
+                 predict_method="quadrature", n_samples=2000, n_warmup=500, n_chains=4, random_state=0,
+                 max_iter=100, tol=1e-8):
+        self.prior_precision = prior_precision
+        self.fit_intercept = fit_intercept
+        self.inference = inference
+        self.predict_method = predict_method
+        self.n_samples = n_samples
+        self.n_warmup = n_warmup
+        self.n_chains = n_chains
+        self.random_state = random_state
+        self.max_iter = max_iter
+        self.tol = tol
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.classifier_tags.multi_class = False
+        return tags
+
+    # -- fitting --------------------------------------------------------------------------
+    def _check_params(self):
+        if self.inference not in _INFERENCE:
+            raise ValueError(f"inference must be one of {tuple(_INFERENCE)}, got {self.inference!r}")
+        if self.predict_method not in _PREDICT_METHODS:
+            raise ValueError(f"predict_method must be one of {_PREDICT_METHODS}, got {self.predict_method!r}")
+        if not isinstance(self.fit_intercept, bool | np.bool_):
+            raise TypeError(f"fit_intercept must be True or False, got {type(self.fit_intercept).__name__}")
+        if isinstance(self.prior_precision, str) and self.prior_precision != "evidence":
+            raise ValueError(f"prior_precision must be 'evidence', a number >= 0 or an array of them, "
+                             f"got {self.prior_precision!r}")
+        check_int(self.max_iter, "max_iter")
+        check_positive(self.tol, "tol")
+        if self.inference == "gibbs":
+            check_int(self.n_samples, "n_samples")
+            check_int(self.n_warmup, "n_warmup", minimum=0)
+            check_int(self.n_chains, "n_chains")
+
+    def _design(self, X):
+        return np.column_stack([np.ones(X.shape[0]), X]) if self.fit_intercept else X
+
+    def fit(self, X, y):
+        """Fit the posterior (choosing :math:`\\lambda` by the evidence if asked); return ``self``.
+
+        Parameters
+        ----------
+        X : array_like of shape (n, d)
+        y : array_like of shape (n,), two distinct labels of any type
+        """
+        self._check_params()
+        X, y = validate_data(self, X, y, dtype=np.float64)
+        self.classes_, y01 = binary_targets("BayesianLogisticRegression", y)
+        X1 = self._design(X)
+        d = X.shape[1]
+        penalised = np.r_[False, np.ones(d, dtype=bool)] if self.fit_intercept else np.ones(d, dtype=bool)
+        if isinstance(self.prior_precision, str):  # "evidence"
+            search = _maximize_evidence(X1, y01, 1.0, self.max_iter, self.tol,
+                                        penalised=penalised if self.fit_intercept else None, stacklevel=4)
+            lam = search.prior_precision
+            lam_all = np.where(penalised, lam, 0.0)
+            post = search.posterior
+            laplace = _LaplaceFit(post, post.mean, post.cov, search.n_iter + 1)
+        else:
+            lam = as_prior_precision(self.prior_precision, d)
+            lam_all = np.zeros(X1.shape[1])
+            lam_all[penalised] = lam
+            mode = _mode_fit(X1, y01, lam_all, np.zeros(X1.shape[1]))
+            post = _laplace_at_mode(X1, y01, lam_all, mode.w)
+            post = replace(post, log_evidence=_partly_flat_log_evidence(X1, y01, post, penalised))
+            laplace = _LaplaceFit(post, post.mean, post.cov, max(mode.n_iter, 1))
+        fit = _INFERENCE[self.inference](X1, y01, lam_all, laplace, self, as_generator(self.random_state))
+        self.posterior_ = fit.samples if fit.samples is not None else fit.laplace
+        self.prior_precision_ = lam if np.ndim(lam) == 0 else np.array(lam)
+        self.log_evidence_ = float(post.log_evidence)
+        self.coef_cov_ = fit.cov
+        self.coef_ = fit.mean[None, X1.shape[1] - d:]
+        self.intercept_ = fit.mean[:1].copy() if self.fit_intercept else np.zeros(1)
+        self.n_iter_ = int(fit.n_iter)
+        self._weights = fit.mean
+        self._n_train = X.shape[0]
+        return self
+
+    # -- prediction -------------------------------------------------------------------------
+    def _activation_moments(self, X1):
+        mean = X1 @ self._weights
+        var = np.maximum(np.einsum("ij,jk,ik->i", X1, self.coef_cov_, X1), 0.0)
+        return mean, var
+
+    def predict_proba(self, X):
+        r"""Class probabilities, shape (m, 2), columns in the order of ``classes_``.
+
+        :math:`p(y = \text{classes\_}[1] \mid \mathbf x, \mathcal D)`, averaged over the
+        posterior by ``predict_method`` (chapter 6), or over the Gibbs draws.
+        """
+        check_is_fitted(self)
+        X = validate_data(self, X, dtype=np.float64, reset=False)
+        X1 = self._design(X)
+        if self.inference == "gibbs":
+            p = predict_samples(self.posterior_, X1)
+        else:
+            mean, var = self._activation_moments(X1)
+            if self.predict_method == "plugin":
+                p = expit(mean)
+            else:
+                p = expected_sigmoid(mean, var, method=self.predict_method, n_samples=_MC_DRAWS,
+                                     rng=as_generator(self.random_state))
+        p = np.atleast_1d(p)
+        return np.column_stack([1.0 - p, p])
+
+    def predict(self, X):
+        """The class of larger predictive probability (``classes_[1]`` where it exceeds 1/2)."""
+        p = self.predict_proba(X)[:, 1]
+        return self.classes_[(p > 0.5).astype(int)]
+
+    # -- the posterior as a statistician reads it ----------------------------------------------
+    def _names(self):
+        names = (list(self.feature_names_in_) if hasattr(self, "feature_names_in_")
+                 else [f"x{j + 1}" for j in range(self.n_features_in_)])
+        return (["intercept"] if self.fit_intercept else []) + [str(n) for n in names]
+
+    def credible_interval(self, level=0.95):
+        r"""Central credible intervals of the weights, shape (d + 1, 2), the intercept first.
+
+        Under the Laplace posterior :math:`m_j \pm z\, \sigma_j` with
+        :math:`z = \Phi^{-1}((1 + \text{level}) / 2)`; for Gibbs draws the empirical
+        :math:`(1 \mp \text{level}) / 2` quantiles of the pooled draws.
+        """
+        check_is_fitted(self)
+        if isinstance(level, bool) or not isinstance(level, numbers.Real) or not 0 < level < 1:
+            raise ValueError(f"level must be a number strictly between 0 and 1, got {level!r}")
+        if self.inference == "gibbs":
+            draws = self.posterior_.w.reshape(-1, self._weights.shape[0])
+            return np.quantile(draws, [(1 - level) / 2, (1 + level) / 2], axis=0).T
+        half = ndtri(0.5 + level / 2) * np.sqrt(np.diag(self.coef_cov_))
+        return np.column_stack([self._weights - half, self._weights + half])
+
+    def summary(self, level=0.95):
+        """A table of posterior mean, standard deviation and credible interval per weight.
+
+        Returns a string (``print(clf.summary())``), one row per weight in the order of
+        ``coef_cov_``, headed by the model, :math:`\\lambda` and the log evidence.
+        """
+        check_is_fitted(self)
+        interval = self.credible_interval(level)
+        sd = np.sqrt(np.diag(self.coef_cov_))
+        how = {"laplace": "Laplace approximation", "gibbs": "Polya-Gamma Gibbs sampling"}[self.inference]
+        chosen = " (maximises the evidence)" if isinstance(self.prior_precision, str) else ""
+        lam = (f"{self.prior_precision_:.6g}" if np.ndim(self.prior_precision_) == 0
+               else np.array2string(self.prior_precision_, precision=4, separator=", ", threshold=6))
+        lo, hi = f"{(1 - level) / 2:.3g}", f"{(1 + level) / 2:.3g}"
+        names = self._names()
+        width = max(12, *(len(n) for n in names))
+        lines = [
+            f"Bayesian logistic regression: {how}",
+            f"n = {self._n_train}, prior precision on the coefficients = {lam}{chosen}"
+            + (", intercept with a flat prior" if self.fit_intercept else ""),
+            f"log evidence (Laplace) = {self.log_evidence_:.6g}",
+            "",
+            f"{'':{width}s} {'mean':>10s} {'sd':>10s} {'[' + lo:>10s} {hi + ']':>10s}",
+        ]
+        for name, m, s, (a, b) in zip(names, self._weights, sd, interval):
+            lines.append(f"{name:{width}s} {m:10.4f} {s:10.4f} {a:10.4f} {b:10.4f}")
+        return "\n".join(lines)
