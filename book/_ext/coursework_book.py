@@ -511,6 +511,19 @@ class EmptyTableHeaders(SphinxPostTransform):
                 node += nodes.Text(fixed)
 
 
+def visit_hide_cell_input(self, node):
+    """MyST-NB's folded cell input, with the summary named by what it says ("Show the checks",
+    "Show the answer code"; "Hide ..." when open) instead of MyST-NB's aria-label "Toggle
+    hidden content", which screen readers announced for every fold button."""
+    from html import escape
+
+    self.body.append(f'<details class="admonition hide {" ".join(node["classes"])}">\n')
+    self.body.append("<summary>\n")
+    self.body.append(f'<p class="collapsed admonition-title">{escape(node["prompt_show"])}</p>\n')
+    self.body.append(f'<p class="expanded admonition-title">{escape(node["prompt_hide"])}</p>\n')
+    self.body.append("</summary>\n")
+
+
 def bibliography_list_items(app):
     """docutils gives each bibliography entry ``role="doc-biblioentry"`` inside a
     ``role="list"``: a list whose children are not list items (axe-core: critical), and a role
@@ -567,6 +580,9 @@ def setup(app):
     # after pydata-sphinx-theme, which sets its own translator class when the builder starts
     app.connect("builder-inited", bibliography_list_items, priority=900)
     app.add_post_transform(EmptyTableHeaders)
+    from myst_nb.sphinx_ import HideCodeCellNode, depart_HideCellInput
+
+    app.add_node(HideCodeCellNode, override=True, html=(visit_hide_cell_input, depart_HideCellInput))
     app.connect("config-inited", drop_header_search, priority=100)
     app.connect("config-inited", note_book_pdf, priority=100)
     app.connect("autodoc-process-docstring", link_equation_labels)

@@ -70,6 +70,11 @@
   // an admonition is opened or closed some other way (printing opens them all)
   const start = () => {
     labelAll();
+    // the theme's header buttons: a name that contains what they show (WCAG 2.5.3, axe-core
+    // label-content-name-mismatch): the search field reads "Search Ctrl+K" as it shows, the
+    // colour-mode button's icons are decoration of its name
+    document.querySelectorAll(".search-button-field[aria-label]").forEach((b) => b.removeAttribute("aria-label"));
+    document.querySelectorAll(".theme-switch-button i").forEach((i) => { i.setAttribute("aria-hidden", "true"); i.removeAttribute("title"); });
     const observer = new MutationObserver((mutations) => {
       for (const m of mutations) {
         const button = m.target.querySelector && m.target.querySelector(":scope > .admonition-title button.toggle-button");

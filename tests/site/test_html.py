@@ -433,3 +433,16 @@ def test_every_link_resolves_over_http(html_dir, server):
     assert checked > 100 * len(PAGES) // 10, f"only {checked} links checked"
     assert not dead, f"{len(dead)} dead links:\n" + "\n".join(dead[:30])
     assert not repos, "links to a code repository the book does not have:\n" + "\n".join(repos[:10])
+
+
+@pytest.mark.parametrize("doc", PAGES)
+def test_fold_buttons_named_by_what_they_show(html_dir, doc):
+    """A folded cell's summary is named by its own words ("Show the checks", "Show the answer
+    code"), not MyST-NB's aria-label "Toggle hidden content" (book/_ext/coursework_book.py)."""
+    bad = []
+    for summary in _article(_soup(html_dir, doc)).select("details > summary"):
+        shown = summary.find(class_="collapsed")
+        text = (shown or summary).get_text(" ", strip=True)
+        if summary.get("aria-label") or not text.startswith("Show"):
+            bad.append(f"aria-label {summary.get('aria-label')!r}, text {text!r}")
+    assert not bad, f"{doc}: {len(bad)} fold buttons not named by what they show: {sorted(set(bad))[:5]}"

@@ -87,7 +87,9 @@ SOLUTION_TARGETS_JS = r"""(id) => {
   const title = box.querySelector(':scope > .admonition-title');
   title.scrollIntoView({block: 'center'});
   const r = title.getBoundingClientRect();
-  const out = {hidden: box.classList.contains('toggle-hidden'), middle: [r.left + r.width / 2, r.top + r.height / 2], link: null};
+  const button = title.querySelector('button.toggle-button');
+  const out = {hidden: box.classList.contains('toggle-hidden'), middle: [r.left + r.width / 2, r.top + r.height / 2], link: null,
+               name: button ? button.getAttribute('aria-label') : null};
   const a = title.querySelector('a[href]');
   if (a) { const q = a.getBoundingClientRect(); out.link = [q.left + q.width / 2, q.top + q.height / 2]; }
   return out;
@@ -133,6 +135,8 @@ def _click_solutions(v, errors):
             t = page.evaluate(SOLUTION_TARGETS_JS, box)
             if t[where] is None:
                 continue
+            if not (t["name"] or "").startswith("Show the "):
+                missed.append(f"{box}: its fold button is named {t['name']!r}, not 'Show the ...'")
             if not t["hidden"]:
                 missed.append(f"{box}: open before the click on its {where}")
                 continue
