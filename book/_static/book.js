@@ -74,7 +74,19 @@
     // label-content-name-mismatch): the search field reads "Search Ctrl+K" as it shows, the
     // colour-mode button's icons are decoration of its name
     document.querySelectorAll(".search-button-field[aria-label]").forEach((b) => b.removeAttribute("aria-label"));
-    document.querySelectorAll(".theme-switch-button i").forEach((i) => { i.setAttribute("aria-hidden", "true"); i.removeAttribute("title"); });
+    // (Font Awesome replaces the <i> icons by <svg> with a <title> later: done again then)
+    const quietIcons = (button) => button.querySelectorAll("i, svg").forEach((icon) => {
+      if (icon.getAttribute("aria-hidden") === "true" && !icon.querySelector("title")) return;
+      icon.setAttribute("aria-hidden", "true");
+      icon.removeAttribute("title");
+      icon.removeAttribute("role");
+      icon.removeAttribute("aria-labelledby");
+      icon.querySelectorAll("title").forEach((t) => t.remove());
+    });
+    document.querySelectorAll(".theme-switch-button").forEach((button) => {
+      quietIcons(button);
+      new MutationObserver(() => quietIcons(button)).observe(button, {childList: true, subtree: true});
+    });
     const observer = new MutationObserver((mutations) => {
       for (const m of mutations) {
         const button = m.target.querySelector && m.target.querySelector(":scope > .admonition-title button.toggle-button");
