@@ -15,7 +15,7 @@ XDIST := $(if $(filter 0,$(TEST_JOBS)),,-n $(TEST_JOBS) --dist loadfile)
 export PYTHONHASHSEED := 0
 export PATH := $(CURDIR)/$(BIN):$(PATH)
 
-.PHONY: help book test unit notebooks build-strict site-test screenshots student grade grade-bench bench lab pdf pdf-test clean python-check
+.PHONY: help book test unit notebooks build-strict site-deps site-test screenshots student grade grade-bench bench lab pdf pdf-test clean python-check
 
 help:
 	@echo "make book    build the website into _build/html"
@@ -69,9 +69,20 @@ notebooks: $(STAMP)
 build-strict: $(STAMP)
 	$(BIN)/jupyter-book build . --builder html $(BUILD_OPTS)
 
+# npm packages of the site tests (axe-core, the accessibility checker), in a folder of the
+# repository's own; usable offline once installed. make site-test tries this first; without npm
+# the accessibility test is skipped loudly (it is required where CI is set, as in .ci/run).
+NODE_DIR := .cache/node
+AXE_JS := $(NODE_DIR)/node_modules/axe-core/axe.min.js
+site-deps: $(AXE_JS)
+$(AXE_JS):
+	@command -v npm >/dev/null || { echo "make site-deps needs npm (apt-get install -y npm)"; exit 1; }
+	npm install --prefix $(NODE_DIR) --no-save --no-audit --no-fund --loglevel=error axe-core@4.14.1
+
 # the built site in headless Chromium, the HTML, the student edition in JupyterLab (after
 # build-strict; tests/site; the PDF's test runs in make pdf-test)
 site-test: $(STAMP)
+	-@$(MAKE) --no-print-directory site-deps
 	BOOK_SITE_REQUIRED=1 $(BIN)/python -m pytest -o addopts="-p no:cacheprovider" tests/site --ignore=tests/site/test_pdf.py
 
 # whole-page screenshots of every page at 1280 and 390 px in _build/screenshots/ (after make book)

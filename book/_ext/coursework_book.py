@@ -3,9 +3,12 @@
 1. ``build-finished``: the download button of a notebook page links to ``_sources/<doc>.ipynb``,
    which Sphinx copies from the *unexecuted* source.  This copies the executed notebook that
    MyST-NB wrote to ``<build>/jupyter_execute/<doc>.ipynb`` over it, so a reader who downloads a
-   chapter gets its outputs and figures.  It also writes ``NOTEBOOK_ARCHIVE`` (every executed
-   chapter in one zip, linked from the intro page by the role ``{notebook-archive}`text```) and copies the whole-book PDF of ``make pdf``
-   (``<build>/latex/book.pdf``) to ``BOOK_PDF`` when it exists.
+   chapter gets its outputs and figures, with lines at the top of its first code cell that stop
+   with the install command when blrlib is missing.  Beside them: the blrlib wheel and a
+   ``requirements.txt`` (what the chapters import, pinned), ``NOTEBOOK_ARCHIVE`` (every executed
+   chapter, the wheel and the requirements in one zip; the intro page links them with the
+   roles ``{notebook-archive}``, ``{blrlib-wheel}`` and ``{notebook-requirements}``), and the
+   whole-book PDF of ``make pdf`` (``<build>/latex/book.pdf``) as ``BOOK_PDF`` when it exists.
 2. Directives for the instructor page, generated from the chapters at build time:
    ``{coursework-chapters}`` (title, estimated time, learning goals of every chapter) and
    ``{coursework-points}`` (every exercise with its grade id and points).
@@ -16,17 +19,22 @@
    visit ("Got invalid theme mode"), so it is set to ``auto`` (follow the reader's system).
 4. The page furniture: the header bar that pydata-sphinx-theme adds with a second search field
    (the sidebar has one already) is switched off, and every page's download menu gets a link to
-   the whole-book PDF.
+   the whole-book PDF when there is one (never a dead link).
 5. The API page: blrlib docstrings name the book's equations by label (``eq-sigmoid`` in double
    backquotes); ``autodoc-process-docstring`` turns each into an ``:eq:`` reference, so the page
    shows the equation number, linked.
 6. The bibliography: a pybtex style ``book_author_year`` whose labels are author-year ("Bishop
    2006", "Rasmussen and Williams 2006", "Polson et al. 2013"), sorted by author and year, the
-   same form as the author-year citations in the text; TeX math in an entry is typeset.
+   same form as the author-year citations in the text; TeX math in an entry is typeset; its
+   entries are list items of their list (ARIA).
+7. Figures on the website are SVG with their text kept as text: the kernels of an HTML build
+   get an IPython profile and a matplotlibrc of the build's own (the notebooks are unchanged).
+8. Empty header cells of notebook output tables (pandas) become ordinary cells.
 """
 
 from __future__ import annotations
 
+import os
 import pathlib
 import re
 import shutil
@@ -137,10 +145,14 @@ class CourseworkPoints(_CourseworkDirective):
 
 
 def copy_executed_notebooks(app, exception):
+    """The downloads of the website: each chapter's executed notebook (first code cell with the
+    install line, :func:`with_install_check`), the zip of all of them, the blrlib wheel and the
+    requirements file beside it (:data:`REQUIREMENTS`), and the PDF when ``make pdf`` made one."""
     if exception is not None or app.builder.format != "html":
         return
     outdir = pathlib.Path(app.outdir)
     executed = outdir.parent / "jupyter_execute"
+    wheel = build_blrlib_wheel(pathlib.Path(app.srcdir), outdir)
     archived = []
     for docname in sorted(app.env.found_docs):
         if pathlib.Path(app.env.doc2path(docname)).suffix != ".ipynb":
@@ -151,36 +163,169 @@ def copy_executed_notebooks(app, exception):
             logger.warning(f"coursework_book: no executed notebook {src} for the download of {docname}")
             continue
         dst.parent.mkdir(parents=True, exist_ok=True)
-        shutil.copyfile(src, dst)
-        archived.append((src, docname))
-    write_notebook_archive(outdir / NOTEBOOK_ARCHIVE, archived)
-    pdf = outdir.parent / "latex" / "book.pdf"
-    if pdf.exists():
+        dst.write_text(with_install_check(src.read_text(encoding="utf-8"), wheel.name), encoding="utf-8")
+        archived.append((dst, docname))
+    requirements = outdir / REQUIREMENTS
+    requirements.write_text(notebook_requirements([p for p, _ in archived], wheel.name), encoding="utf-8")
+    write_notebook_archive(outdir / NOTEBOOK_ARCHIVE, archived, extra=[wheel, requirements])
+    pdf = _made_pdf(app)
+    if pdf is not None and pdf != outdir / BOOK_PDF:
         shutil.copyfile(pdf, outdir / BOOK_PDF)
 
 
-def write_notebook_archive(path, notebooks):
-    """Zip the executed notebooks (``(file, docname)`` pairs) with a fixed timestamp, so the
-    same notebooks give the same archive."""
+#: beside the notebooks' zip on the website (and in it): what the chapters import, pinned
+REQUIREMENTS = "requirements.txt"
+
+#: the first lines of every downloadable chapter's first code cell; {message} is one line
+INSTALL_CHECK = """\
+import importlib.util  # blrlib, the book's library: if it is missing, say how to install it
+
+if importlib.util.find_spec("blrlib") is None:
+    class BlrlibMissing(ModuleNotFoundError):
+        def _render_traceback_(self):  # Jupyter shows this one line, not a traceback
+            return [str(self)]
+
+    raise BlrlibMissing({message!r})
+
+"""
+
+
+def install_message(wheel_name):
+    return (f"blrlib is not installed: put {REQUIREMENTS} and {wheel_name} (from the book's website, "
+            f"beside the notebooks' zip) in this notebook's folder and run  "
+            f"%pip install -r {REQUIREMENTS}  in a cell (or pip install -r {REQUIREMENTS} in a terminal there)")
+
+
+def with_install_check(notebook_json, wheel_name):
+    """The notebook (JSON text) with :data:`INSTALL_CHECK` at the top of its first code cell:
+    a reader who downloaded one chapter and runs it without blrlib gets one line with the
+    command that installs it, instead of a ModuleNotFoundError deep in a traceback."""
+    import json
+
+    nb = json.loads(notebook_json)
+    for cell in nb["cells"]:
+        if cell["cell_type"] == "code":
+            source = "".join(cell["source"]) if isinstance(cell["source"], list) else cell["source"]
+            cell["source"] = INSTALL_CHECK.format(message=install_message(wheel_name)) + source
+            break
+    return json.dumps(nb, indent=1, ensure_ascii=False) + "\n"
+
+
+def build_blrlib_wheel(srcdir, outdir):
+    """blrlib as a wheel at the root of the website, built from a copy of the sources (so the
+    build leaves nothing in the repository) without network (``--no-build-isolation``)."""
+    import subprocess
+    import sys
+    import tempfile
+
+    for old in outdir.glob("blrlib-*.whl"):
+        old.unlink()
+    with tempfile.TemporaryDirectory() as tmp:
+        tmp = pathlib.Path(tmp)
+        src = tmp / "src"
+        src.mkdir()
+        ignore = shutil.ignore_patterns("__pycache__", "*.pyc", "*.egg-info")
+        for name in ("blrlib", "coursework"):
+            shutil.copytree(srcdir / name, src / name, ignore=ignore)
+        for name in ("pyproject.toml", "README.md", "LICENSE"):
+            if (srcdir / name).exists():
+                shutil.copyfile(srcdir / name, src / name)
+        env = dict(os.environ, SOURCE_DATE_EPOCH="1767225600", PIP_DISABLE_PIP_VERSION_CHECK="1")
+        done = subprocess.run([sys.executable, "-m", "pip", "wheel", "--quiet", "--no-deps", "--no-build-isolation",
+                               "--wheel-dir", str(tmp / "dist"), str(src)], env=env, capture_output=True, text=True)
+        if done.returncode != 0:
+            raise RuntimeError(f"coursework_book: building the blrlib wheel failed:\n{done.stdout}{done.stderr}")
+        (wheel,) = (tmp / "dist").glob("blrlib-*.whl")
+        if wheel.name != blrlib_wheel_name(srcdir):          # the intro page links that name
+            raise RuntimeError(f"coursework_book: built {wheel.name}, expected {blrlib_wheel_name(srcdir)}")
+        return pathlib.Path(shutil.copyfile(wheel, outdir / wheel.name))
+
+
+def notebook_requirements(notebooks, wheel_name):
+    """The requirements file of the downloads: every distribution a chapter imports (its
+    import statements, read with ``ast``), pinned to the version the website was built with,
+    and the blrlib wheel."""
+    import ast
+    import importlib.metadata
+    import json
+    import sys
+
+    modules = set()
+    for path in notebooks:
+        for cell in json.loads(pathlib.Path(path).read_text(encoding="utf-8"))["cells"]:
+            if cell["cell_type"] != "code":
+                continue
+            source = "".join(cell["source"]) if isinstance(cell["source"], list) else cell["source"]
+            lines = [line for line in source.splitlines() if not line.lstrip().startswith(("%", "!"))]
+            try:
+                tree = ast.parse("\n".join(lines))
+            except SyntaxError:
+                continue
+            for node in ast.walk(tree):
+                if isinstance(node, ast.Import):
+                    modules.update(a.name.split(".")[0] for a in node.names)
+                elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+                    modules.add(node.module.split(".")[0])
+    dists = importlib.metadata.packages_distributions()
+    pins = set()
+    for module in modules - set(sys.stdlib_module_names) - {"blrlib", "coursework"}:
+        for dist in dists.get(module, []):
+            pins.add(f"{dist}=={importlib.metadata.version(dist)}")
+    return ("# What the book's chapters import, at the versions the website was built with (Python 3.11),\n"
+            "# and blrlib, the book's library. In a folder with this file, the wheel and the notebooks:\n"
+            f"#     pip install -r {REQUIREMENTS}\n"
+            + "".join(f"{p}\n" for p in sorted(pins, key=str.lower)) + f"./{wheel_name}\n")
+
+
+def write_notebook_archive(path, notebooks, extra=()):
+    """Zip the executed notebooks (``(file, docname)`` pairs) and the ``extra`` files (the wheel
+    and the requirements) with a fixed timestamp, so the same notebooks give the same archive."""
     with zipfile.ZipFile(path, "w", compression=zipfile.ZIP_DEFLATED) as zf:
-        for src, docname in notebooks:
-            info = zipfile.ZipInfo(f"bayesian-logistic-regression/{pathlib.PurePosixPath(docname).name}.ipynb",
-                                   date_time=(2026, 1, 1, 0, 0, 0))
+        members = [(src, f"{pathlib.PurePosixPath(docname).name}.ipynb") for src, docname in notebooks]
+        members += [(f, pathlib.Path(f).name) for f in extra]
+        for src, name in members:
+            info = zipfile.ZipInfo(f"bayesian-logistic-regression/{name}", date_time=(2026, 1, 1, 0, 0, 0))
             info.compress_type = zipfile.ZIP_DEFLATED
             zf.writestr(info, pathlib.Path(src).read_bytes())
 
 
-def notebook_archive_role(name, rawtext, text, lineno, inliner, options=None, content=()):
-    """``{notebook-archive}`text``` links ``text`` to the archive of executed notebooks."""
-    env = inliner.document.settings.env
-    builder = env.app.builder
-    try:
-        here = builder.get_target_uri(env.docname)
-    except Exception:                                  # builders without page URIs (LaTeX)
-        here = env.docname + ".html"
-    uri = relative_uri(here, NOTEBOOK_ARCHIVE)
-    node = nodes.reference(rawtext, text, refuri=uri, classes=["notebook-archive"])
-    return [node], []
+def _made_pdf(app):
+    """The whole-book PDF of ``make pdf`` (``<build>/latex/book.pdf``, or its copy beside the
+    website), or None."""
+    for pdf in (pathlib.Path(app.outdir).parent / "latex" / "book.pdf", pathlib.Path(app.outdir) / BOOK_PDF):
+        if pdf.exists():
+            return pdf
+    return None
+
+
+def blrlib_wheel_name(srcdir):
+    """The file name of the wheel :func:`build_blrlib_wheel` makes (version from pyproject.toml)."""
+    import tomllib
+
+    project = tomllib.loads((pathlib.Path(srcdir) / "pyproject.toml").read_text())["project"]
+    return f"{project['name']}-{project['version']}-py3-none-any.whl"
+
+
+def _root_file_role(filename):
+    """A role that links its text to ``filename`` (or a callable of the source folder giving it)
+    at the root of the HTML output."""
+
+    def role(name, rawtext, text, lineno, inliner, options=None, content=()):
+        env = inliner.document.settings.env
+        builder = env.app.builder
+        try:
+            here = builder.get_target_uri(env.docname)
+        except Exception:                                  # builders without page URIs (LaTeX)
+            here = env.docname + ".html"
+        target = filename(env.srcdir) if callable(filename) else filename
+        node = nodes.reference(rawtext, text, refuri=relative_uri(here, target), classes=["book-download"])
+        return [node], []
+
+    return role
+
+
+#: ``{notebook-archive}`text``` links ``text`` to the archive of executed notebooks
+notebook_archive_role = _root_file_role(NOTEBOOK_ARCHIVE)
 
 
 def fix_page_scripts(app, pagename, templatename, context, doctree):
@@ -195,9 +340,18 @@ def fix_page_scripts(app, pagename, templatename, context, doctree):
         context["default_mode"] = "auto"
 
 
+def note_book_pdf(app, config):
+    """Whether ``make pdf`` made the whole-book PDF, in the HTML context: when that changes,
+    Sphinx writes every page again (without reading and executing the chapters again), so the
+    download menu links the PDF exactly when the site has it."""
+    config.html_context = {**(config.html_context or {}), "book_pdf": _made_pdf(app) is not None}
+
+
 def add_book_pdf_button(app, pagename, templatename, context, doctree):
     """Add "the whole book (.pdf)" to the download menu of every page (after the theme's own
-    buttons, priority 501)."""
+    buttons, priority 501), when there is a PDF (``make pdf``): never a dead link."""
+    if not context.get("book_pdf"):
+        return
     for group in context.get("header_buttons") or []:
         if group.get("label") == "download-buttons":
             group["buttons"].append({
@@ -332,13 +486,111 @@ def _register_author_year_style():
     register_plugin("pybtex.style.formatting", "book_author_year", AuthorYearStyle)
 
 
+# --------------------------------------------------------------- accessibility of the HTML
+
+EMPTY_TH_RE = re.compile(r"<th(\s[^>]*)?>(\s|&nbsp;)*</th>")
+
+
+class EmptyTableHeaders(SphinxPostTransform):
+    """A table in a notebook's output (pandas writes ``<th></th>`` in the corner above the row
+    labels) has header cells with nothing in them, which screen readers announce as a header
+    without a name (axe-core: empty-table-header).  An empty corner heads nothing: it becomes
+    an ordinary empty cell."""
+
+    default_priority = 900
+    formats = ("html",)
+
+    def run(self, **kwargs):
+        for node in list(self.document.findall(nodes.raw)):
+            if "html" not in node.get("format", "").split():
+                continue
+            text = node.astext()
+            fixed = EMPTY_TH_RE.sub(lambda m: f"<td{m.group(1) or ''}></td>", text)
+            if fixed != text:
+                node.children = []
+                node += nodes.Text(fixed)
+
+
+def visit_hide_cell_input(self, node):
+    """MyST-NB's folded cell input, with the summary named by what it says ("Show the checks",
+    "Show the answer code"; "Hide ..." when open) instead of MyST-NB's aria-label "Toggle
+    hidden content", which screen readers announced for every fold button."""
+    from html import escape
+
+    self.body.append(f'<details class="admonition hide {" ".join(node["classes"])}">\n')
+    self.body.append("<summary>\n")
+    self.body.append(f'<p class="collapsed admonition-title">{escape(node["prompt_show"])}</p>\n')
+    self.body.append(f'<p class="expanded admonition-title">{escape(node["prompt_hide"])}</p>\n')
+    self.body.append("</summary>\n")
+
+
+def bibliography_list_items(app):
+    """docutils gives each bibliography entry ``role="doc-biblioentry"`` inside a
+    ``role="list"``: a list whose children are not list items (axe-core: critical), and a role
+    that DPUB-ARIA 1.1 deprecates.  The entries become list items of that list."""
+    if app.builder.format != "html":
+        return
+    base = app.builder.get_translator_class()
+
+    class BookHTMLTranslator(base):
+        def visit_citation(self, node):
+            if not isinstance(node.previous_sibling(), type(node)):
+                self.body.append('<div role="list" class="citation-list">\n')
+            self.body.append(self.starttag(node, "div", classes=[node.tagname], role="listitem"))
+
+    app.set_translator(app.builder.name, BookHTMLTranslator, override=True)
+
+
+# --------------------------------------------------------------- figures: vector on the website
+
+#: IPython and matplotlib settings of the kernels that execute the chapters for the website
+KERNEL_IPYTHON_CONFIG = """\
+# written by book/_ext/coursework_book.py for the website build: figures as SVG
+c.InlineBackend.figure_formats = {"svg"}
+"""
+KERNEL_MATPLOTLIBRC = """\
+# written by book/_ext/coursework_book.py for the website build
+# text stays text in the SVG (sharp, searchable, and its size can be measured by the site tests)
+svg.fonttype: none
+# the same figure gives the same file from one build to the next
+svg.hashsalt: bayesian-logistic-regression
+"""
+
+
+def vector_figures_for_html(app):
+    """Figures on the website are SVG: sharp at any device pixel ratio and zoom, their text
+    real text.  The notebooks are left as they are: the kernels that MyST-NB starts for an
+    HTML build inherit ``IPYTHONDIR`` (an IPython profile whose inline backend draws SVG) and
+    ``MATPLOTLIBRC`` (text kept as text) from this process.  Other builders (the PDF) keep
+    their own figure format."""
+    if app.builder.format != "html":
+        return
+    root = pathlib.Path(app.doctreedir).parent / "kernel-config"
+    profile = root / "ipython" / "profile_default"
+    profile.mkdir(parents=True, exist_ok=True)
+    (profile / "ipython_kernel_config.py").write_text(KERNEL_IPYTHON_CONFIG)
+    (root / "matplotlibrc").write_text(KERNEL_MATPLOTLIBRC)
+    os.environ["IPYTHONDIR"] = str(root / "ipython")
+    os.environ["MATPLOTLIBRC"] = str(root / "matplotlibrc")
+
+
 def setup(app):
     _register_author_year_style()
+    app.connect("builder-inited", vector_figures_for_html)
+    # after pydata-sphinx-theme, which sets its own translator class when the builder starts
+    app.connect("builder-inited", bibliography_list_items, priority=900)
+    app.add_post_transform(EmptyTableHeaders)
+    from myst_nb.sphinx_ import HideCodeCellNode, depart_HideCellInput
+
+    app.add_node(HideCodeCellNode, override=True, html=(visit_hide_cell_input, depart_HideCellInput))
     app.connect("config-inited", drop_header_search, priority=100)
+    app.connect("config-inited", note_book_pdf, priority=100)
     app.connect("autodoc-process-docstring", link_equation_labels)
     app.connect("html-page-context", fix_page_scripts, priority=900)
     app.connect("html-page-context", add_book_pdf_button, priority=900)
     app.add_role("notebook-archive", notebook_archive_role)
+    app.add_role("blrlib-wheel", _root_file_role(blrlib_wheel_name))
+    app.add_role("notebook-requirements", _root_file_role(REQUIREMENTS))
     app.add_post_transform(LatexExerciseReferences)
     app.add_post_transform(BibliographyMath)
     app.set_html_assets_policy("always")

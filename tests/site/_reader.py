@@ -167,7 +167,9 @@ READER_JS_390 = "async () => {" + _COMMON_JS + r"""
       if (out.too_wide.length >= 10) break;
     }
   }
-  out.figures_wider_than_column = [...art.querySelectorAll('img')].filter(i => i.getBoundingClientRect().right > art.getBoundingClientRect().right + 1).length;
+  // a figure that keeps a readable width scrolls in its own box (book.js), which must fit
+  out.figures_wider_than_column = [...art.querySelectorAll('img')].map(i => i.closest('.book-figure-scroll') || i)
+      .filter(b => b.getBoundingClientRect().right > art.getBoundingClientRect().right + 1).length;
   return out;
 }"""
 

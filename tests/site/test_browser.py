@@ -63,18 +63,20 @@ def _is_local(url, base):
 class Visit:
     """One page opened in a fresh browser context, with what it requested and logged."""
 
-    def __init__(self, browser, server, path, dark=False, width=1280, idle=True):
-        self.context = browser.new_context(viewport={"width": width, "height": 1000})
+    def __init__(self, browser, server, path, dark=False, width=1280, idle=True, ratio=1):
+        self.context = browser.new_context(viewport={"width": width, "height": 1000}, device_scale_factor=ratio)
         if dark:
             self.context.add_init_script("localStorage.setItem('theme', 'dark'); localStorage.setItem('mode', 'dark');")
         self.requests, self.errors, self.failed = [], [], []
         self.context.route("**/*", self._route(server))
+        # generous: on a busy 2-core machine a long chapter takes a minute to load and typeset
+        self.context.set_default_timeout(180_000)
         self.page = self.context.new_page()
         self.page.on("console", lambda m: m.type == "error" and self.errors.append(f"console: {m.text}"))
         self.page.on("pageerror", lambda e: self.errors.append(f"page error: {e}"))
         self.page.on("requestfailed", lambda r: self.failed.append(f"{r.url} ({r.failure})"))
         self.page.on("response", lambda r: r.status >= 400 and self.failed.append(f"{r.url} (HTTP {r.status})"))
-        self.page.goto(f"{server}/{path}", wait_until="load")
+        self.page.goto(f"{server}/{path}", wait_until="load", timeout=180_000)
         if idle:
             self.page.wait_for_load_state("networkidle")
 

@@ -4,13 +4,15 @@ are the executed ones, the search index finds chapter 5, the instructor page mat
 notebooks; and (issue 12) answers folded away with no output and a labelled toggle, check cells
 folded under "Show the checks", no unlabelled toggle, sidebar titles without raw math, an
 author-year bibliography that matches the citations, API docstrings' equation labels as links,
-the notebook archive on the intro page and the whole-book PDF in every page's download menu."""
+the notebook archive on the intro page and the whole-book PDF in every page's download menu
+(issue 16: only where the site has it; the wheel and requirements file beside the archive).""" 
 
 import functools
 import io
 import json
 import pathlib
 import re
+import warnings
 import zipfile
 
 import nbformat
@@ -70,31 +72,46 @@ def test_headings_in_order(html_dir, doc):
     assert not jumps, f"{doc}: skipped heading levels {jumps} in {levels}"
 
 
-def _chapter_images(html_dir):
+def _chapter_images(html_dir, suffix=".png"):
     images = set()
     for doc in NOTEBOOK_PAGES:
         for img in _article(_soup(html_dir, doc)).find_all("img"):
             src = img.get("src") or ""
-            if "_images/" in src and src.endswith(".png"):
+            if "_images/" in src and src.endswith(suffix):
                 images.add((html_dir / doc).parent.joinpath(src).resolve())
     return sorted(images)
 
 
 def test_figures_have_an_opaque_white_background(html_dir):
-    """Readable in the dark theme: a transparent figure would show black text on a dark page."""
+    """Readable in the dark theme: a transparent figure would show black text on a dark page.
+    PNG: the four corners; SVG (the website's figures, issue 16): the figure's background patch,
+    the first shape matplotlib draws, is opaque white and covers the whole drawing."""
     from PIL import Image
 
-    images = _chapter_images(html_dir)
-    if not images:
+    pngs, svgs = _chapter_images(html_dir), _chapter_images(html_dir, ".svg")
+    if not pngs and not svgs:
         pytest.skip("no figure in the built chapters")
     bad = []
-    for path in images:
+    for path in pngs:
         im = Image.open(path)
         rgba = im.convert("RGBA")
         w, h = rgba.size
         corners = [rgba.getpixel((x, y)) for x in (0, w - 1) for y in (0, h - 1)]
         if any(c[3] < 255 or min(c[:3]) < 235 for c in corners):
             bad.append(f"{path.name}: corners {corners}")
+    for path in svgs:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")          # an SVG read by the HTML parser: fine here
+            soup = BeautifulSoup(path.read_text(encoding="utf-8"), "html.parser")
+        svg = soup.find("svg")
+        width, height = (float(x) for x in svg["viewbox"].split()[2:])
+        patch = soup.select_one('g[id="patch_1"] path')
+        style = (patch.get("style") or "") if patch else ""
+        corners = re.findall(r"[-\d.]+", patch.get("d", "")) if patch else []
+        xs, ys = [float(x) for x in corners[0::2]], [float(y) for y in corners[1::2]]
+        if (not patch or not re.search(r"fill:\s*#ffffff", style) or "opacity" in style
+                or not xs or min(xs) > 0.5 or max(xs) < width - 0.5 or min(ys) > 0.5 or max(ys) < height - 0.5):
+            bad.append(f"{path.name}: background {style!r} over {corners[:8]}")
     assert not bad, "figures without an opaque white background:\n" + "\n".join(bad)
 
 
@@ -109,11 +126,17 @@ def test_download_is_the_executed_notebook(html_dir, doc):
     code = [c for c in nb.cells if c.cell_type == "code"]
     assert code and all(c.execution_count for c in code), f"{doc}: the download is not executed"
     assert any(o.get("output_type") in ("display_data", "execute_result", "stream") for c in code for o in c.outputs)
-    executed = html_dir.parent / "jupyter_execute" / f"{doc}.ipynb"
-    assert target.read_bytes() == executed.read_bytes()
-    # same cells as the source (solutions included: the website shows them folded)
+    executed = nbformat.read(str(html_dir.parent / "jupyter_execute" / f"{doc}.ipynb"), as_version=4)
+    assert [c.get("outputs") for c in nb.cells] == [c.get("outputs") for c in executed.cells]
+    # same cells as the source (solutions included: the website shows them folded), the first
+    # code cell after the lines that check blrlib is installed (book/_ext/coursework_book.py)
     src = nbformat.read(str(ROOT / f"{doc}.ipynb"), as_version=4)
-    assert [c.source for c in nb.cells] == [c.source for c in src.cells], \
+    first = next(i for i, c in enumerate(src.cells) if c.cell_type == "code")
+    head, _, rest = nb.cells[first].source.partition('find_spec("blrlib") is None')
+    assert rest and rest.endswith(src.cells[first].source) and "pip install -r requirements.txt" in rest, \
+        f"{doc}: the first code cell of the download does not check that blrlib is installed"
+    assert [c.source for i, c in enumerate(nb.cells) if i != first] == \
+        [c.source for i, c in enumerate(src.cells) if i != first], \
         f"{doc}: the downloadable notebook differs from {doc}.ipynb (a build older than the source?)"
 
 
@@ -285,10 +308,30 @@ def test_intro_links_the_archive_of_executed_notebooks(html_dir):
 
 
 @pytest.mark.parametrize("doc", PAGES)
-def test_download_menu_offers_the_book_pdf(html_dir, doc):
+def test_download_menu_offers_the_book_pdf_only_where_it_exists(html_dir, doc):
+    """Never a dead link: the whole-book PDF is in the download menu when the site has it
+    (after `make pdf`), and only then."""
     links = [a["href"] for a in _soup(html_dir, doc).find_all("a", href=True) if a["href"].endswith(BOOK_PDF)]
-    assert links, f"{doc}: no link to the whole-book PDF in the download menu"
-    assert ((html_dir / doc).parent / links[0]).resolve() == (html_dir / BOOK_PDF).resolve()
+    if (html_dir / BOOK_PDF).exists():
+        assert links, f"{doc}: the site has {BOOK_PDF} but the download menu does not offer it"
+        assert ((html_dir / doc).parent / links[0]).resolve() == (html_dir / BOOK_PDF).resolve()
+    else:
+        assert not links, f"{doc}: the download menu links {BOOK_PDF}, which the site does not have"
+
+
+def test_the_downloads_beside_the_archive(html_dir):
+    """The blrlib wheel and the requirements file are at the root of the site and in the zip."""
+    wheels = sorted(p.name for p in html_dir.glob("blrlib-*-py3-none-any.whl"))
+    assert len(wheels) == 1, wheels
+    requirements = (html_dir / "requirements.txt").read_text().split()
+    assert f"./{wheels[0]}" in requirements
+    pins = [r for r in requirements if "==" in r]
+    assert {p.split("==")[0].lower() for p in pins} >= {"numpy", "scipy", "matplotlib"}, pins
+    with zipfile.ZipFile(html_dir / NOTEBOOK_ARCHIVE) as zf:
+        names = {pathlib.PurePosixPath(n).name for n in zf.namelist()}
+    assert {wheels[0], "requirements.txt"} <= names, names
+    with zipfile.ZipFile(html_dir / wheels[0]) as whl:
+        assert "blrlib/__init__.py" in whl.namelist()
 
 
 @pytest.mark.parametrize("doc", PAGES)
@@ -325,3 +368,82 @@ def test_intro_quotes_only_numbers_its_chapters_state(html_dir):
         for q in quoted:
             assert q in intro, f"the introduction no longer quotes {q!r} from {doc}"
             assert q in chapter, f"{doc} no longer states {q!r}, which the introduction quotes"
+
+
+# ------------------------------------------------------------------ issue 16: no dead link
+
+REPOSITORY_HOSTS = ("github.com", "gitlab.com", "bitbucket.org", "codeberg.org")
+# the book's own repository (it has none in public yet), or Jupyter Book's placeholder for it
+OWN_REPOSITORY = re.compile(r"blrlib|bayesian[-_]logistic|executablebooks/jupyter-book/?$|course[-_]?book", re.I)
+
+
+def _links(soup):
+    for tag, attr in (("a", "href"), ("link", "href"), ("script", "src"), ("img", "src"), ("source", "src")):
+        for el in soup.find_all(tag):
+            value = el.get(attr)
+            if value:
+                yield tag, value
+
+
+def test_every_link_resolves_over_http(html_dir, server):
+    """Every link, script, stylesheet and image of every page, served over HTTP: each local
+    target answers 200 and each #fragment exists on its page; nothing links a code repository
+    of the book's own (it has none in public: see README, "Publishing"); other projects' links
+    (bubblewrap's, a paper's) are outside the site and not fetched here."""
+    import urllib.error
+    import urllib.parse
+    import urllib.request
+
+    status, ids, dead, repos, checked = {}, {}, [], [], 0
+
+    def fetch(url):
+        if url not in status:
+            try:
+                with urllib.request.urlopen(url, timeout=30) as r:
+                    status[url] = r.status
+            except urllib.error.HTTPError as e:
+                status[url] = e.code
+        return status[url]
+
+    def anchors(url):
+        if url not in ids:
+            path = html_dir / urllib.parse.unquote(urllib.parse.urlparse(url).path.lstrip("/"))
+            soup = _parsed(path, path.stat().st_mtime_ns) if path.suffix == ".html" else None
+            ids[url] = {e.get("id") for e in soup.find_all(id=True)} | {e.get("name") for e in soup.find_all("a", attrs={"name": True})} if soup else set()
+        return ids[url]
+
+    for doc in PAGES:
+        page_url = f"{server}/{doc}.html"
+        for tag, link in _links(_soup(html_dir, doc)):
+            url = urllib.parse.urljoin(page_url, link)
+            parsed = urllib.parse.urlparse(url)
+            if parsed.scheme in ("mailto", "data", "javascript"):
+                continue
+            if parsed.hostname != urllib.parse.urlparse(server).hostname:
+                if (any(parsed.hostname == h or (parsed.hostname or "").endswith("." + h) for h in REPOSITORY_HOSTS)
+                        and OWN_REPOSITORY.search(parsed.path)):
+                    repos.append(f"{doc}: {link}")
+                continue
+            target = urllib.parse.urlunparse(parsed._replace(fragment=""))
+            checked += 1
+            code = fetch(target)
+            if code != 200:
+                dead.append(f"{doc}: <{tag}> {link} (HTTP {code})")
+            elif parsed.fragment and target.endswith(".html") and urllib.parse.unquote(parsed.fragment) not in anchors(target):
+                dead.append(f"{doc}: <{tag}> {link} (no #{parsed.fragment} there)")
+    assert checked > 100 * len(PAGES) // 10, f"only {checked} links checked"
+    assert not dead, f"{len(dead)} dead links:\n" + "\n".join(dead[:30])
+    assert not repos, "links to a code repository the book does not have:\n" + "\n".join(repos[:10])
+
+
+@pytest.mark.parametrize("doc", PAGES)
+def test_fold_buttons_named_by_what_they_show(html_dir, doc):
+    """A folded cell's summary is named by its own words ("Show the checks", "Show the answer
+    code"), not MyST-NB's aria-label "Toggle hidden content" (book/_ext/coursework_book.py)."""
+    bad = []
+    for summary in _article(_soup(html_dir, doc)).select("details > summary"):
+        shown = summary.find(class_="collapsed")
+        text = (shown or summary).get_text(" ", strip=True)
+        if summary.get("aria-label") or not text.startswith("Show"):
+            bad.append(f"aria-label {summary.get('aria-label')!r}, text {text!r}")
+    assert not bad, f"{doc}: {len(bad)} fold buttons not named by what they show: {sorted(set(bad))[:5]}"
