@@ -122,13 +122,16 @@ else
 endif
 
 # the whole-book PDF: Jupyter Book's LaTeX builder with XeLaTeX and latexmk (Debian: texlive-xetex,
-# texlive-latex-extra, texlive-fonts-recommended, texlive-plain-generic, latexmk, fonts-freefont-otf;
+# texlive-latex-extra, texlive-fonts-recommended, texlive-plain-generic, latexmk, fonts-freefont-otf,
+# fonts-texgyre, fonts-texgyre-math;
 # .ci/run installs them). It executes the notebooks like the website build.
 PDF_NAME := bayesian-logistic-regression.pdf
 pdf: $(STAMP)
 	@command -v xelatex >/dev/null && command -v latexmk >/dev/null || { \
-	    echo "make pdf needs XeLaTeX and latexmk: apt-get install -y texlive-xetex texlive-latex-extra texlive-fonts-recommended texlive-plain-generic latexmk fonts-freefont-otf"; exit 1; }
-	$(BIN)/jupyter-book build . --builder pdflatex
+	    echo "make pdf needs XeLaTeX and latexmk: apt-get install -y texlive-xetex texlive-latex-extra texlive-fonts-recommended texlive-plain-generic latexmk fonts-freefont-otf fonts-texgyre fonts-texgyre-math"; exit 1; }
+	@# figures at 300 dpi in the PDF: an IPython profile of the build's own (book/_ext/latex)
+	@mkdir -p _build/ipython/profile_default && cp book/_ext/latex/ipython_kernel_config.py _build/ipython/profile_default/
+	IPYTHONDIR=$(CURDIR)/_build/ipython $(BIN)/jupyter-book build . --builder pdflatex
 	@mkdir -p _build/html && cp _build/latex/book.pdf _build/html/$(PDF_NAME)
 	@echo "PDF: _build/latex/book.pdf (and _build/html/$(PDF_NAME), the website's download menu)"
 

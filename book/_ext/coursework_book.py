@@ -30,6 +30,12 @@
 7. Figures on the website are SVG with their text kept as text: the kernels of an HTML build
    get an IPython profile and a matplotlibrc of the build's own (the notebooks are unchanged).
 8. Empty header cells of notebook output tables (pandas) become ordinary cells.
+9. The PDF (LaTeX builder only): part pages titled once ("Part I" and the caption without its
+   own "Part I:"); "Solution to Exercise 5.1" with its space; every wide table's columns wrap
+   within the text width (column widths from the cells' text); exercises numbered per chapter
+   (5.1) as on the website, not per section (jupyter-book's LaTeX sets ``numfig_secnum_depth``
+   to 2 for the equations, which sphinx-exercise would number 5.10.1); the appendix chapters
+   lettered (the website does not number them).
 """
 
 from __future__ import annotations
@@ -403,6 +409,114 @@ class LatexExerciseReferences(SphinxPostTransform):
             node.replace_self(nodes.raw("", f"\\hyperref[exercise:{label}]{{{text}}}", format="latex"))
 
 
+# --------------------------------------------------------------- PDF: parts, solutions, tables
+
+PART_PREFIX_RE = re.compile(r"^Part\s+[IVXLC]+\s*[:.]\s*")
+
+
+class LatexPartTitles(SphinxPostTransform):
+    """The toc's captions "Part I: Bayesian logistic regression" become LaTeX parts, which
+    print "Part I" themselves: the part page keeps the caption without its prefix.  (After
+    sphinx-jupyterbook-latex made the parts, priority 700.)"""
+
+    default_priority = 800
+    formats = ("latex",)
+
+    def run(self, **kwargs):
+        for section in list(self.document.findall(nodes.section)):
+            if not section.children or not isinstance(section.children[0], nodes.title):
+                continue
+            title = section.children[0]
+            text = title.astext()
+            if section.get("docname") != text:
+                continue
+            if PART_PREFIX_RE.match(text):
+                title.children = [nodes.Text(PART_PREFIX_RE.sub("", text))]
+            elif text == "Appendix":
+                # its chapters are lettered A, B, ... (unnumbered on the website)
+                holder = section.parent
+                holder.parent.insert(holder.parent.index(holder), nodes.raw("", "\\appendix\n", format="latex"))
+
+
+class LatexSolutionTitles(SphinxPostTransform):
+    """sphinx-exercise titles a solution "Solution to" + a link whose text starts with a
+    space; in LaTeX that space is lost ("Solution toExercise 5.1"): move it out of the link."""
+
+    default_priority = 23          # after sphinx-exercise resolved the titles (21, 22)
+    formats = ("latex",)
+
+    def run(self, **kwargs):
+        for node in list(self.document.findall(nodes.Element)):
+            if type(node).__name__ != "solution_node" or not node.children:
+                continue
+            title = node.children[0]
+            kids = list(title.children)
+            for i, child in enumerate(kids[:-1]):
+                nxt = kids[i + 1]
+                if not isinstance(child, nodes.Text) or isinstance(nxt, nodes.Text):
+                    continue
+                first = next(iter(nxt.findall(nodes.Text)), None)
+                if first is not None and str(first).startswith(" "):
+                    first.parent.replace(first, nodes.Text(str(first).lstrip()))
+                    title.replace(child, nodes.Text(str(child).rstrip() + " "))
+
+
+#: a table wider than this many characters of text gets wrapping columns in the PDF
+TABLE_WRAP_CHARS = 60
+#: no column is given more than this many characters' share (its text wraps instead)
+TABLE_COLUMN_CAP = 36
+
+
+class LatexTableColumns(SphinxPostTransform):
+    """A table whose cells hold more text than a line is typeset by Sphinx with ``l`` columns
+    (longtable, more than 30 rows) or tabulary, and runs off the page (the instructor page's
+    points table) or is cut mid-word.  Here each column gets a width in proportion to its
+    longest cell (capped, at least its longest word), which Sphinx writes as wrapping
+    ``\X{w}{total}`` columns of the text width."""
+
+    default_priority = 900
+    formats = ("latex",)
+
+    def run(self, **kwargs):
+        for table in list(self.document.findall(nodes.table)):
+            if "colwidths-given" in table.get("classes", []):
+                continue
+            for group in table.findall(nodes.tgroup):
+                specs = [c for c in group.children if isinstance(c, nodes.colspec)]
+                longest, words = [0] * len(specs), [1] * len(specs)
+                for row in group.findall(nodes.row):
+                    col = 0
+                    for entry in row.children:
+                        if col >= len(specs):
+                            break
+                        text = entry.astext()
+                        longest[col] = max(longest[col], len(text))
+                        words[col] = max([words[col]] + [len(w) for w in text.split()])
+                        col += 1 + entry.get("morecols", 0)
+                if not specs or sum(longest) <= TABLE_WRAP_CHARS:
+                    continue
+                for spec, n, w in zip(specs, longest, words):
+                    spec["colwidth"] = max(w + 1, min(n, TABLE_COLUMN_CAP), 3)
+                table["classes"] = table.get("classes", []) + ["colwidths-given"]
+
+
+def number_exercises_per_chapter(app):
+    """jupyter-book's LaTeX extension sets ``numfig_secnum_depth = 2``, which the LaTeX writer
+    needs (LaTeX numbers figures and equations per chapter under parts), but from which Sphinx
+    also numbers the exercises, per section: 5.10.1.  The website numbers them per chapter
+    (depth 1), so the exercise numbers are assigned with depth 1 (``builder-inited``) and the
+    writer gets 2 back (``env-check-consistency``, after Sphinx assigned the numbers)."""
+    if app.builder.format == "latex" and app.config.numfig_secnum_depth == 2:
+        app.config.numfig_secnum_depth = 1
+        app._coursework_secnum_depth = 2
+
+
+def restore_secnum_depth(app, env):
+    depth = getattr(app, "_coursework_secnum_depth", None)
+    if depth is not None:
+        app.config.numfig_secnum_depth = depth
+
+
 # --------------------------------------------------------------- bibliography: author-year
 
 MATH_IN_TEXT_RE = re.compile(r"\$([^$]+)\$")
@@ -593,6 +707,11 @@ def setup(app):
     app.add_role("notebook-requirements", _root_file_role(REQUIREMENTS))
     app.add_post_transform(LatexExerciseReferences)
     app.add_post_transform(BibliographyMath)
+    app.add_post_transform(LatexPartTitles)
+    app.add_post_transform(LatexSolutionTitles)
+    app.add_post_transform(LatexTableColumns)
+    app.connect("builder-inited", number_exercises_per_chapter, priority=900)
+    app.connect("env-check-consistency", restore_secnum_depth)
     app.set_html_assets_policy("always")
     app.add_directive("coursework-chapters", CourseworkChapters)
     app.add_directive("coursework-points", CourseworkPoints)

@@ -130,3 +130,183 @@ def test_no_unresolved_references(pdf, text):
     undefined = sorted(set(re.findall(r"Reference `([^']+)' on page", log.read_text(errors="replace")))) if log.exists() else []
     assert "??" not in text and not undefined, \
         f"{text.count('??')} unresolved references in the PDF; the last LaTeX run reports: {undefined[:10]}"
+
+
+# ------------------------------------------------------------------ how the pages look (issue 16)
+
+#: overfull boxes up to this width are invisible in print; wider ones are counted and must be none
+OVERFULL_PT = 10.0
+#: at most this many nearly empty pages (besides the last page of a chapter and part pages)
+MAX_NEARLY_EMPTY = 5
+
+
+@pytest.fixture(scope="module")
+def pages(pdf):
+    """The text of every page (pdftotext -layout), in order."""
+    run = subprocess.run([_tool("pdftotext"), "-layout", "-enc", "UTF-8", str(pdf), "-"],
+                         capture_output=True, text=True, check=True)
+    out = run.stdout.split("\f")
+    return out[:-1] if out and not out[-1].strip() else out
+
+
+def _first_line(page):
+    return next((line.strip() for line in page.splitlines() if line.strip()), "")
+
+
+def _starts_chapter_or_part(page):
+    """A page that opens a chapter (fncychap prints "CHAPTER" or, in the appendix, "APPENDIX"
+    and the number) or a part."""
+    lines = [line.strip() for line in page.splitlines() if line.strip()]
+    return bool(lines) and (lines[0].startswith(("CHAPTER", "APPENDIX")) or re.match(r"^Part [IVXLC]+$", lines[0])
+                            or any(re.match(r"^Part [IVXLC]+$", line) for line in lines[:2]))
+
+
+def test_no_overfull_box_wider_than_10pt(pdf):
+    """Every overfull box of the last LaTeX run: none may stick out more than 10 pt (a table
+    off the page, an equation into the margin, code that does not wrap)."""
+    log = PDF.with_suffix(".log")
+    assert log.exists(), f"no LaTeX log {log}"
+    found = [(float(m.group(2)), m.group(1), m.group(3)) for m in re.finditer(
+        r"^Overfull \\([hv]box) \((\d+(?:\.\d+)?)pt too (?:wide|high)\) (.*)$",
+        log.read_text(errors="replace"), re.M)]
+    wide = sorted((f for f in found if f[0] > OVERFULL_PT), reverse=True)
+    print(f"overfull boxes: {len(found)}, wider than {OVERFULL_PT:g} pt: {len(wide)}")
+    assert not wide, f"{len(wide)} overfull boxes wider than {OVERFULL_PT:g} pt (of {len(found)}): {wide[:8]}"
+
+
+def _word_boxes(pdf):
+    """``[(page_width, [(xmin, xmax, word)])]`` per page, from pdftotext -bbox."""
+    run = subprocess.run([_tool("pdftotext"), "-bbox", str(pdf), "-"], capture_output=True, text=True, check=True)
+    out = []
+    for page in re.finditer(r'<page width="([\d.]+)" height="[\d.]+">(.*?)</page>', run.stdout, re.S):
+        words = [(float(m.group(1)), float(m.group(2)), m.group(3)) for m in re.finditer(
+            r'<word xMin="([\d.]+)" yMin="[\d.]+" xMax="([\d.]+)" yMax="[\d.]+">([^<]*)</word>', page.group(2))]
+        out.append((float(page.group(1)), words))
+    return out
+
+
+def test_tables_and_text_stay_within_the_page(pdf):
+    """No word of any page (tables included) runs into the outer half inch of the paper: the
+    instructors' points table and the notation tables wrap their columns instead."""
+    margin = 36.0
+    outside = []
+    for number, (width, words) in enumerate(_word_boxes(pdf), 1):
+        outside += [(number, w) for x0, x1, w in words if x1 > width - margin or x0 < margin]
+    assert not outside, f"{len(outside)} words in the outer half inch of the page: {outside[:10]}"
+
+
+def _ink_fraction(pgm):
+    """The fraction of pixel rows with ink between the running head and the foot of a page
+    (a binary PGM from pdftoppm -gray)."""
+    data = pgm.read_bytes()
+    head = re.match(rb"P5\s+(\d+)\s+(\d+)\s+(\d+)\s", data)
+    w, h = int(head.group(1)), int(head.group(2))
+    pixels = data[head.end():]
+    top, bottom = int(0.1 * h), int(0.9 * h)
+    inked = sum(1 for y in range(top, bottom) if min(pixels[y * w:(y + 1) * w]) < 240)
+    return inked / max(1, bottom - top)
+
+
+def test_few_nearly_empty_pages(pdf, pages, tmp_path):
+    """Pages that are nearly empty (ink on less than a fifth of the height between head and
+    foot) from the first chapter on, other than the last page of a chapter or a part page:
+    floats stay in the text (figure_align H) and chapters start on the next page (openany).
+    (At 20 dpi a page of text has ink on 0.5-0.95 of its rows, an empty one on 0-0.15.)"""
+    subprocess.run([_tool("pdftoppm"), "-r", "20", "-gray", str(pdf), str(tmp_path / "p")], check=True)
+    images = sorted(tmp_path.glob("p-*.pgm"), key=lambda p: int(p.stem.split("-")[-1]))
+    assert len(images) == len(pages), f"{len(images)} page images, {len(pages)} pages of text"
+    first = next(i for i, p in enumerate(pages) if _first_line(p).startswith("CHAPTER"))
+    empty = []
+    for i, image in enumerate(images):
+        if i < first or i == len(images) - 1 or _starts_chapter_or_part(pages[i]) \
+                or _starts_chapter_or_part(pages[i + 1]):
+            continue
+        fraction = _ink_fraction(image)
+        if fraction < 0.2:
+            empty.append((i + 1, round(fraction, 2), _first_line(pages[i])[:40]))
+    print(f"nearly empty pages: {len(empty)} of {len(pages)}: {empty}")
+    assert len(empty) <= MAX_NEARLY_EMPTY, f"{len(empty)} nearly empty pages (at most {MAX_NEARLY_EMPTY}): {empty}"
+
+
+def test_part_pages_say_part_once(text):
+    flat = _normal(text)
+    toc = yaml.safe_load(TOC.read_text())
+    for part in toc.get("parts", []):
+        caption = part.get("caption", "")
+        m = re.match(r"^(Part [IVXLC]+)\s*:\s*(.*)$", caption)
+        if m:
+            assert _normal(caption) not in flat, f"the part page repeats its number: {caption!r}"
+            assert _normal(m.group(2)) in flat, f"part title {m.group(2)!r} missing from the PDF"
+
+
+def test_solution_titles(text):
+    flat = re.sub(r"\s+", " ", text)
+    assert "Solution toExercise" not in flat
+    solutions = sum(len(re.findall(r"^(`{3,}|:{3,})\{solution\}", book.source(c), re.M))
+                    for doc in NOTEBOOK_PAGES for c in book.read(ROOT / f"{doc}.ipynb").cells
+                    if c.cell_type == "markdown")
+    found = len(re.findall(r"Solution to Exercise \d+\.\d+\b", flat))
+    assert found == solutions, f"{solutions} solutions in the chapters, {found} 'Solution to Exercise N.M' in the PDF"
+
+
+def test_one_bibliography(pages):
+    heads = [i + 1 for i, p in enumerate(pages) if _starts_chapter_or_part(p)
+             and re.search(r"^\s*BIBLIOGRAPHY\s*$", "\n".join(p.splitlines()[:12]), re.M)]
+    assert len(heads) == 1, f"the bibliography starts {len(heads)} times (pages {heads})"
+
+
+def test_text_and_math_fonts_match(pdf):
+    """The body text and the mathematics are set in one family (TeX Gyre Pagella and its
+    Math companion), not FreeSerif text with Latin Modern mathematics."""
+    listing = subprocess.run([_tool("pdffonts"), str(pdf)], capture_output=True, text=True, check=True).stdout
+    names = {line.split()[0].split("+", 1)[-1] for line in listing.splitlines()[2:] if line.strip()}
+    math = {n for n in names if "Math" in n}
+    assert math, f"no math font in the PDF: {sorted(names)}"
+    for m in math:
+        family = m.split("Math")[0].rstrip("-")
+        assert any(n.startswith(family) and "Math" not in n for n in names), \
+            f"math font {m} has no text font of its family among {sorted(names)}"
+    assert not any(n.startswith(("LatinModernMath", "FreeSerif")) for n in names), sorted(names)
+
+
+def test_figures_at_300_ppi(pdf):
+    listing = subprocess.run([_tool("pdfimages"), "-list", str(pdf)], capture_output=True, text=True, check=True).stdout
+    rows = [line.split() for line in listing.splitlines()[2:] if re.match(r"\s*\d+\s+\d+\s+image\b", line)]
+    low = [(int(r[0]), int(r[12]), int(r[13])) for r in rows if min(int(r[12]), int(r[13])) < 300]
+    assert rows, "no images in the PDF"
+    assert not low, f"{len(low)} of {len(rows)} images below 300 ppi (page, x-ppi, y-ppi): {low[:10]}"
+
+
+def test_no_dead_link_inside_the_pdf(pdf, tmp_path):
+    """Every internal link of the PDF has its destination: hyperref names the references it
+    cannot resolve in the LaTeX log, and the PDF driver (xdvipdfmx, run again on the .xdv of the
+    build) the link targets it cannot find ("Object @... used, but not defined")."""
+    log = PDF.with_suffix(".log").read_text(errors="replace").replace("\n", "")
+    dead = sorted(set(re.findall(r"(?:Hyper r|R)eference `([^']+)' on page \d+ undefined", log)))
+    xdv = PDF.with_suffix(".xdv")
+    if xdv.exists() and shutil.which("xdvipdfmx"):
+        run = subprocess.run(["xdvipdfmx", "-o", str(tmp_path / "check.pdf"), xdv.name], cwd=PDF.parent,
+                             capture_output=True, text=True, timeout=600)
+        dead += sorted(set(re.findall(r"Object @(\S+) used, but not defined", run.stdout + run.stderr)))
+    assert not dead, f"{len(dead)} links without destination: {dead[:10]}"
+
+
+def test_numbering_equals_the_website(pdf, text):
+    """Exercise 5.1 of the website is Exercise 5.1 in the PDF (not 5.10.1), and the LaTeX numbers
+    each chapter's labelled equations in the order the website does (coursework.xref)."""
+    from coursework import xref
+
+    index = xref.book_index(ROOT)
+    flat = re.sub(r"\s+", " ", text)
+    assert not re.search(r"Exercise \d+\.\d+\.\d+", flat), re.search(r"Exercise \d+\.\d+\.\d+", flat).group(0)
+    missing = [(label, t.number) for label, t in index.targets.items()
+               if t.kind == "exercise" and not re.search(rf"Exercise {re.escape(t.number)}\b", flat)]
+    assert not missing, f"exercises without their website number in the PDF: {missing[:10]}"
+    tex = (PDF.parent / "book.tex").read_text(encoding="utf-8")
+    for doc in NOTEBOOK_PAGES:
+        stem = doc.split("/")[-1]
+        in_tex = re.findall(rf"\\label\{{equation:{re.escape(doc)}:([^}}]+)\}}", tex)
+        want = [label for label, t in sorted(((k, t) for k, t in index.targets.items()
+                                             if t.doc == stem and t.kind == "equation"),
+                                            key=lambda kt: [int(x) for x in kt[1].number.split(".")])]
+        assert in_tex == want, f"{doc}: the LaTeX numbers the equations {in_tex[:5]}..., the website {want[:5]}..."
