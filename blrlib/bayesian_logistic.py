@@ -332,8 +332,9 @@ class BayesianLogisticRegression(ClassifierMixin, BaseEstimator):
         width = max(12, *(len(n) for n in names))
         lines = [
             f"Bayesian logistic regression: {how}",
-            f"n = {self._n_train}, prior precision on the coefficients = {lam}{chosen}"
-            + (", intercept with a flat prior" if self.fit_intercept else ""),
+            f"n = {self._n_train}"
+            + (", intercept with a flat prior" if self.fit_intercept else ", no intercept"),
+            f"prior precision on the coefficients = {lam}{chosen}",
             f"log evidence (Laplace) = {self.log_evidence_:.6g}",
             "",
             f"{'':{width}s} {'mean':>10s} {'sd':>10s} {'[' + lo:>10s} {hi + ']':>10s}",
