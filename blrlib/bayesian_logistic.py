@@ -169,7 +169,8 @@ class BayesianLogisticRegression(ClassifierMixin, BaseEstimator):
     (0.3284, (2, 2))
     >>> print(clf.summary())
     Bayesian logistic regression: Laplace approximation
-    n = 32, prior precision on the coefficients = 0.328392 (maximises the evidence), intercept with a flat prior
+    n = 32, intercept with a flat prior
+    prior precision on the coefficients = 0.328392 (maximises the evidence)
     log evidence (Laplace) = -18.3415
     <BLANKLINE>
                        mean         sd     [0.025     0.975]
