@@ -19,6 +19,8 @@ from .gp_multiclass import (
     gpc_predict_multiclass,
 )
 from .gp_predict import GPCPrediction, gpc_predict
+from .gp_sparse import GPCSparse, gpc_svgp, gpc_svgp_predict, random_fourier_features
+from .gp_vi import GPCVariational, gpc_vi
 from .gp_regression import GPRPosterior, GPRPrediction, gpr_posterior, gpr_predict
 from .kernels import linear_kernel, polynomial_kernel, rbf_kernel
 from .laplace import LaplacePosterior, laplace_posterior
@@ -58,10 +60,12 @@ from .sampling import (
     effective_sample_size,
     gibbs_logistic,
     log_evidence_is,
+    pareto_khat,
     predict_samples,
     sample_polya_gamma,
     split_rhat,
 )
+from .variational import VariationalPosterior, vi_logistic
 
 __version__ = "0.1.0"
 
@@ -85,11 +89,14 @@ __all__ = [
     "GPCMulticlassPrediction",
     "GPCPrediction",
     "GPCSamples",
+    "GPCSparse",
+    "GPCVariational",
     "GPClassifier",
     "GPRPosterior",
     "GPRPrediction",
     "LaplacePosterior",
     "PosteriorSamples",
+    "VariationalPosterior",
     "add_intercept",
     "datasets",
     "effective_sample_size",
@@ -102,6 +109,9 @@ __all__ = [
     "gpc_log_marginal_likelihood",
     "gpc_predict",
     "gpc_predict_samples",
+    "gpc_svgp",
+    "gpc_svgp_predict",
+    "gpc_vi",
     "gpr_posterior",
     "gpr_predict",
     "gradient",
@@ -119,6 +129,7 @@ __all__ = [
     "log_sigmoid",
     "logit",
     "maximize_evidence",
+    "pareto_khat",
     "polynomial_kernel",
     "predict_mc",
     "predict_plugin",
@@ -126,6 +137,7 @@ __all__ = [
     "predict_quadrature",
     "predict_samples",
     "probit_kappa",
+    "random_fourier_features",
     "rbf_kernel",
     "ridge_primal",
     "SoftmaxLaplace",
@@ -141,4 +153,5 @@ __all__ = [
     "softmax_log_posterior",
     "softmax_predict",
     "split_rhat",
+    "vi_logistic",
 ]

@@ -26,6 +26,7 @@ from ._gp_linalg import latent_moments
 from ._validation import as_test_kernels
 from .gp_ep import GPCEP
 from .gp_laplace import GPCLaplace
+from .gp_vi import GPCVariational
 from .predictive import expected_sigmoid
 
 __all__ = ["GPCPrediction", "gpc_predict"]
@@ -77,6 +78,9 @@ def _predict(fit, K_star, k_star_star, method="quadrature", n_samples=10_000, rn
     if isinstance(fit, GPCLaplace):
         # Alg. 3.2, lines 4-6: mean k_*^T grad log p(y | f_hat), v = L \ (W^1/2 k_*)
         mean, var = latent_moments(fit.grad_log_lik, fit.W_sqrt, fit.L, K_star, k_star_star)
+    elif isinstance(fit, GPCVariational):
+        # the same with Lambda of the variational Gaussian for S and its alpha (m = K alpha)
+        mean, var = latent_moments(fit.alpha, np.sqrt(fit.lam), fit.L, K_star, k_star_star)
     else:
         # Alg. 3.6, lines 4-7: mean k_*^T (nu_tilde - z), v = L \ (S_tilde^1/2 k_*)
         mean, var = latent_moments(fit.alpha, np.sqrt(fit.tau_tilde), fit.L, K_star, k_star_star)
@@ -103,12 +107,13 @@ def gpc_predict(fit, K_star, k_star_star, method="probit", *, n_samples=10_000, 
     :func:`~blrlib.expected_sigmoid` (chapter 6).
 
     Book: chapter 9, equations ``eq-gpc-latent-moments`` and ``eq-gpc-predictive``
-    (Laplace); chapter 11 (EP).
+    (Laplace); chapter 11 (EP); chapter 12 (the variational Gaussian).
 
     Parameters
     ----------
-    fit : GPCLaplace or GPCEP
-        From :func:`~blrlib.gpc_laplace` or :func:`~blrlib.gpc_ep`.
+    fit : GPCLaplace, GPCEP or GPCVariational
+        From :func:`~blrlib.gpc_laplace`, :func:`~blrlib.gpc_ep` or :func:`~blrlib.gpc_vi`
+        (for which :math:`S = \Lambda` and :math:`\mathbf m = K\boldsymbol\alpha`, as for EP).
     K_star : array_like of shape (m, n)
         ``K_star[i, j] = k(x_star_i, x_j)``, test points against training points.
     k_star_star : array_like of shape (m,)
@@ -137,9 +142,10 @@ def gpc_predict(fit, K_star, k_star_star, method="probit", *, n_samples=10_000, 
     >>> pred.var.round(3)  # far from the data the prior variance returns
     array([2.861, 1.987, 4.   ])
     """
-    if not isinstance(fit, GPCLaplace | GPCEP):
+    if not isinstance(fit, GPCLaplace | GPCEP | GPCVariational):
         raise TypeError(
-            f"fit must be a GPCLaplace (from gpc_laplace) or a GPCEP (from gpc_ep), got {type(fit).__name__}"
+            f"fit must be a GPCLaplace (from gpc_laplace) or a GPCEP (from gpc_ep) or a GPCVariational "
+            f"(from gpc_vi), got {type(fit).__name__}"
         )
     n = fit.alpha.shape[0]
     K_star, k_star_star = as_test_kernels(K_star, k_star_star, n)

@@ -20,7 +20,8 @@ The module holds
 * :func:`split_rhat` and :func:`effective_sample_size`, the rank-normalised
   convergence diagnostics of Vehtari et al. (2021), as ArviZ computes them;
 * :func:`predict_samples`, the exact posterior predictive from the draws;
-* :func:`log_evidence_is`, the log evidence by importance sampling.
+* :func:`log_evidence_is`, the log evidence by importance sampling, and
+  :func:`pareto_khat`, the tail diagnostic of its weights (Vehtari et al. 2024).
 """
 
 from dataclasses import dataclass, field
@@ -39,6 +40,7 @@ from ._validation import (
     as_rng,
     check_chain_counts,
     check_int,
+    check_positive,
 )
 from .laplace import laplace_posterior
 from .logistic import _signs
@@ -51,6 +53,7 @@ __all__ = [
     "split_rhat",
     "effective_sample_size",
     "log_evidence_is",
+    "pareto_khat",
 ]
 
 
@@ -528,8 +531,23 @@ def _ess_of(z):
     return total / max(tau, 1.0 / np.log10(total))
 
 
-def _ess_one(x):
+def _ess_split(x):
+    """ESS of the split halves of (chains, n) values as they are (all equal: their number)."""
     split = _split_halves(x)
+    if _is_constant(split):
+        return float(split.size)
+    return float(_ess_of(split))
+
+
+def _ess_one(x, kind="bulk"):
+    """ESS of one coordinate's (chains, n) draws: "bulk", "tail" or "mean" (see
+    :func:`effective_sample_size`)."""
+    if kind == "mean":  # the draws themselves
+        return _ess_split(x)
+    if kind == "tail":  # the indicators of the 5 % and 95 % quantiles; the smaller ESS
+        q05, q95 = np.quantile(x, [0.05, 0.95])
+        return min(_ess_split((x <= q05).astype(float)), _ess_split((x <= q95).astype(float)))
+    split = _split_halves(x)  # bulk: the normal scores of the ranks
     if _is_constant(split):
         return float(split.size)
     return float(_ess_of(_rank_normalise(split)))
@@ -539,8 +557,8 @@ def _rhat_all(w):
     return np.array([_rhat_one(w[:, :, j]) for j in range(w.shape[2])])
 
 
-def _ess_all(w):
-    return np.array([_ess_one(w[:, :, j]) for j in range(w.shape[2])])
+def _ess_all(w, kind="bulk"):
+    return np.array([_ess_one(w[:, :, j], kind) for j in range(w.shape[2])])
 
 
 def split_rhat(draws):
@@ -579,19 +597,30 @@ def split_rhat(draws):
     return float(out[0]) if single else out
 
 
-def effective_sample_size(draws):
-    r"""Bulk effective sample size (Vehtari et al. 2021), as ArviZ's ``ess(method="bulk")`` computes it.
+def effective_sample_size(draws, kind="bulk"):
+    r"""Effective sample size (Vehtari et al. 2021), as ArviZ's ``ess(method=kind)`` computes it.
 
-    The draws are split and rank-normalised as in :func:`split_rhat`; the combined
-    autocorrelation :math:`\hat\rho_t` of the chains is summed with Geyer's initial
+    Each chain is split into halves as in :func:`split_rhat`; the combined
+    autocorrelation :math:`\hat\rho_t` of the halves is summed with Geyer's initial
     monotone sequence, and :math:`\text{ESS} = MN / \hat\tau`,
     :math:`\hat\tau = -1 + 2\sum_t \hat\rho_t` (at least :math:`1/\log_{10}(MN)`).
+    ``kind`` says of what:
 
-    Book: chapter 10, equation ``eq-ess``.
+    * ``"bulk"`` (the default): of the normal scores of the pooled ranks, so heavy
+      tails do not matter; it says how well the centre of the distribution is explored;
+    * ``"tail"``: the smaller of the ESS of the indicators
+      :math:`[w \le q_{0.05}]` and :math:`[w \le q_{0.95}]` (the pooled 5 % and 95 %
+      quantiles); it says how well the tails are explored;
+    * ``"mean"``: of the draws themselves, without ranks; it is the one that gives the
+      Monte Carlo standard error of a raw mean, :math:`\operatorname{sd} / \sqrt{\text{ESS}}`
+      (equation ``eq-mcse``).
+
+    Book: chapter 10, equations ``eq-ess`` and ``eq-mcse``.
 
     Parameters
     ----------
     draws : array_like of shape (n_chains, n_samples) or (n_chains, n_samples, k)
+    kind : {"bulk", "tail", "mean"}, default "bulk"
 
     Returns
     -------
@@ -608,19 +637,105 @@ def effective_sample_size(draws):
     True
     >>> bool(100 < effective_sample_size(ar) < 350)
     True
+    >>> bool(100 < effective_sample_size(ar, kind="mean") < 350)
+    True
     """
+    if kind not in ("bulk", "tail", "mean"):
+        raise ValueError(f'kind must be "bulk", "tail" or "mean", got {kind!r}')
     arr, single = _as_draws(draws)
-    out = _ess_all(arr)
+    out = _ess_all(arr, kind)
     return float(out[0]) if single else out
 
 
 # ---------------------------------------------------------------------------
-# The evidence by importance sampling
+# The evidence by importance sampling, and its tail diagnostic
 # ---------------------------------------------------------------------------
 _IS_DF = 5  # degrees of freedom of the Student-t proposal
 
 
-def log_evidence_is(X, y, prior_precision, *, n_samples=100_000, seed=0):
+def _gpd_shape(x):
+    r"""Shape :math:`\hat k` of a generalized Pareto fit to sorted exceedances ``x > 0``.
+
+    Zhang & Stephens (2009): the profile likelihood of :math:`\theta = k / \sigma` is
+    averaged over a grid of ``m = 30 + floor(sqrt(n))`` values built from the largest
+    value and the first quartile; :math:`\hat k` is the mean of
+    :math:`\log(1 - \theta x)` at that average, then shrunk towards 1/2 by a weak prior
+    worth 10 observations (Vehtari et al. 2024, appendix; what ArviZ and ``loo`` report).
+    """
+    n = x.size
+    m = 30 + int(np.sqrt(n))
+    j = np.arange(1, m + 1)
+    quartile = x[int(n / 4 + 0.5) - 1]
+    theta = 1.0 / x[-1] + (1.0 - np.sqrt(m / (j - 0.5))) / (3.0 * quartile)
+    k = np.log1p(-theta[:, None] * x).mean(axis=1)  # minus Zhang & Stephens' k at each theta
+    profile = n * (np.log(-theta / k) - k - 1.0)  # profile log likelihood of each theta
+    weights = np.exp(profile - logsumexp(profile))  # 1 / sum_i exp(l_i - l_j), no overflow
+    keep = weights >= 10 * np.finfo(float).eps
+    weights = weights[keep] / weights[keep].sum()
+    theta_hat = np.sum(theta[keep] * weights)
+    k_hat = np.log1p(-theta_hat * x).mean()
+    return float((n * k_hat + 10 * 0.5) / (n + 10))
+
+
+def pareto_khat(log_weights, *, r_eff=1.0):
+    r"""Pareto :math:`\hat k`, the tail diagnostic of importance sampling (Vehtari et al. 2024).
+
+    The largest :math:`M = \lceil \min(S / 5,\ 3\sqrt{S / r_\text{eff}}) \rceil` of the
+    :math:`S` importance weights are fitted, above the next largest weight
+    :math:`u`, by a generalized Pareto distribution,
+    :math:`P(r - u > x \mid r > u) = (1 + k x / \sigma)^{-1/k}`; its shape
+    :math:`k` says how heavy the tail of the weights is.  Their moments of order below
+    :math:`1/k` are finite, the others infinite, so for :math:`k \ge 1/2` their variance is
+    infinite and the usual standard error means nothing.  In practice
+    (Vehtari et al. 2024): :math:`\hat k \le \min(1 - 1/\log_{10} S,\ 0.7)` and the
+    estimate is reliable; above 0.7 it is not, whatever its standard error says.  The
+    fit is Zhang & Stephens' (2009) with the weak prior of Vehtari et al., as
+    ``arviz.psislw`` and R's ``loo`` compute it.
+
+    Book: chapter 10, equation ``eq-evidence-is``.
+
+    Parameters
+    ----------
+    log_weights : array_like of shape (S,)
+        Log importance weights (any additive constant), finite.
+    r_eff : float, default 1.0
+        Relative efficiency ESS / S of the draws (1 for independent draws); it only
+        sets the size of the tail.
+
+    Returns
+    -------
+    float
+        :math:`\hat k`; ``inf`` when the tail holds fewer than 5 distinct weights (too
+        few draws to fit it).
+
+    Examples
+    --------
+    Weights with a Pareto tail of shape 0.8 (for which importance sampling fails):
+
+    >>> rng = np.random.default_rng(0)
+    >>> heavy = -0.8 * np.log(rng.random(20_000))  # log of r = U^-0.8
+    >>> round(pareto_khat(heavy), 1)
+    0.8
+    >>> bool(pareto_khat(rng.standard_normal(20_000)) < 0.5)  # lognormal weights
+    True
+    """
+    lw = _as_float_array(log_weights, "log_weights")
+    if lw.ndim != 1:
+        raise ValueError(f"log_weights must have shape (S,), got ndim={lw.ndim}")
+    if lw.size < 2:
+        raise ValueError(f"log_weights must hold at least 2 weights, got {lw.size}")
+    _check_finite(lw, "log_weights")
+    r_eff = check_positive(r_eff, "r_eff")
+    x = np.sort(lw - lw.max())
+    n_tail = int(np.ceil(min(lw.size / 5.0, 3.0 * np.sqrt(lw.size / r_eff))))
+    cutoff = max(x[max(lw.size - n_tail - 1, 0)], np.log(np.finfo(float).tiny))
+    tail = x[x > cutoff]
+    if tail.size <= 4:
+        return np.inf
+    return _gpd_shape(np.exp(tail) - np.exp(cutoff))
+
+
+def log_evidence_is(X, y, prior_precision, *, n_samples=100_000, seed=0, return_khat=False):
     r"""The log evidence :math:`\log p(\mathbf y \mid X)` by importance sampling.
 
     .. math:: p(\mathbf y \mid X) = \int p(\mathbf y \mid X, \mathbf w)\, p(\mathbf w)\,
@@ -633,6 +748,11 @@ def log_evidence_is(X, y, prior_precision, *, n_samples=100_000, seed=0):
     heavier than the posterior's, so the weights are bounded and the estimate has
     finite variance.  The standard error is the delta-method one,
     :math:`\operatorname{sd}(r) / (\sqrt T\, \bar r)` for the weights :math:`r`.
+    Finite variance in theory is not enough in practice: where the posterior is far
+    from the proposal, the few largest weights decide the sum and the standard error
+    itself is unreliable.  ``return_khat=True`` adds the Pareto :math:`\hat k` of the
+    weights (:func:`pareto_khat`): the estimate and its standard error can be trusted
+    for :math:`\hat k \le 0.7` (better below 0.5), not above.
 
     Book: chapter 10, equation ``eq-evidence-is``.
 
@@ -645,11 +765,15 @@ def log_evidence_is(X, y, prior_precision, *, n_samples=100_000, seed=0):
         ``(-inf, 0.0)`` is returned, as for the Laplace estimate.
     n_samples : int, default 100_000
     seed : int or numpy.random.Generator, default 0
+    return_khat : bool, default False
+        Also return the Pareto :math:`\hat k` of the importance weights.
 
     Returns
     -------
-    (float, float)
-        The log evidence estimate and its standard error.
+    (float, float) or (float, float, float)
+        The log evidence estimate and its standard error, and with
+        ``return_khat=True`` the Pareto :math:`\hat k` of the weights (NaN for an
+        improper prior, where no weights are drawn).
 
     Examples
     --------
@@ -658,6 +782,10 @@ def log_evidence_is(X, y, prior_precision, *, n_samples=100_000, seed=0):
     >>> log_z, se = log_evidence_is([[1.0, 0.3]], [1], 1.0, n_samples=20_000)
     >>> bool(se < 0.01), bool(abs(log_z - np.log(0.5)) < 4 * se)
     (True, True)
+    >>> _, _, khat = log_evidence_is([[1.0, 0.3]], [1], 1.0, n_samples=20_000,
+    ...                              return_khat=True)
+    >>> bool(khat < 0.5)
+    True
     """
     X = as_matrix(X)
     y = as_labels(y, n=X.shape[0])
@@ -665,7 +793,7 @@ def log_evidence_is(X, y, prior_precision, *, n_samples=100_000, seed=0):
     n_samples = check_int(n_samples, "n_samples", minimum=2)
     rng = _as_seed(seed)
     if np.any(lam == 0):
-        return -np.inf, 0.0
+        return (-np.inf, 0.0, np.nan) if return_khat else (-np.inf, 0.0)
     post = laplace_posterior(X, y, lam)
     d = X.shape[1]
     lam = np.broadcast_to(lam, (d,))
@@ -692,4 +820,4 @@ def log_evidence_is(X, y, prior_precision, *, n_samples=100_000, seed=0):
     log_z = float(logsumexp(log_w) - np.log(n_samples))
     r = np.exp(log_w - log_w.max())
     se = float(np.std(r, ddof=1) / (np.sqrt(n_samples) * np.mean(r)))
-    return log_z, se
+    return (log_z, se, pareto_khat(log_w)) if return_khat else (log_z, se)

@@ -22,6 +22,7 @@ from blrlib import (
     effective_sample_size,
     gibbs_logistic,
     log_evidence_is,
+    pareto_khat,
     predict_samples,
     sample_polya_gamma,
     split_rhat,
@@ -154,6 +155,101 @@ def test_rhat_and_ess_over_several_coordinates_equal_arviz():
     ds = az.convert_to_dataset(x)
     assert_allclose(split_rhat(x), az.rhat(ds)["x"].values, rtol=1e-12)
     assert_allclose(effective_sample_size(x), az.ess(ds, method="bulk")["x"].values, rtol=1e-10)
+
+
+@pytest.mark.parametrize("kind", ["bulk", "tail", "mean"])
+@pytest.mark.parametrize("name", list(_diagnostic_arrays()))
+def test_ess_of_each_kind_equals_arviz(name, kind):
+    x = _diagnostic_arrays()[name]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        ref = float(az.ess(x, method=kind))
+    assert_allclose(effective_sample_size(x, kind=kind), ref, rtol=1e-10)
+
+
+def test_ess_kinds_over_several_coordinates_equal_arviz_and_differ_where_they_should():
+    rng = np.random.default_rng(12)
+    x = rng.standard_normal((4, 300, 3)).cumsum(axis=1) * 0.1 + rng.standard_normal((4, 300, 3))
+    ds = az.convert_to_dataset(x)
+    for kind in ("bulk", "tail", "mean"):
+        ref = az.ess(ds, method=kind)["x"].values
+        assert_allclose(effective_sample_size(x, kind=kind), ref, rtol=1e-10)
+    assert_array_equal(effective_sample_size(x), effective_sample_size(x, kind="bulk"))
+    # heavy tails: the mean's ESS (of the raw draws) and the bulk ESS (of their ranks)
+    # differ, and for independent draws both are near the number of draws
+    heavy = rng.standard_t(2.5, size=(4, 1000))
+    assert 3000 < effective_sample_size(heavy, kind="mean") < 5500
+    assert 3000 < effective_sample_size(heavy) < 5500
+    # an AR(1) chain with coefficient phi has ESS = N (1 - phi) / (1 + phi) for its mean
+    phi, ar = 0.8, np.zeros((8, 5000))
+    for t in range(1, ar.shape[1]):
+        ar[:, t] = phi * ar[:, t - 1] + rng.standard_normal(8)
+    assert_allclose(effective_sample_size(ar, kind="mean"), ar.size * (1 - phi) / (1 + phi), rtol=0.1)
+
+
+def test_ess_rejects_an_unknown_kind():
+    with pytest.raises(ValueError, match='kind must be "bulk", "tail" or "mean", got \'median\''):
+        effective_sample_size(np.zeros((2, 10)), kind="median")
+
+
+def test_ess_tail_and_mean_of_constant_draws():
+    const = np.ones((4, 100))
+    assert effective_sample_size(const, kind="tail") == 400
+    assert effective_sample_size(const, kind="mean") == 400
+
+
+# ---------------------------------------------------------------------------------------------
+# Pareto k-hat against ArviZ and against weights with a known tail
+# ---------------------------------------------------------------------------------------------
+def _log_weight_sets():
+    rng = np.random.default_rng(13)
+    return {
+        "lognormal": rng.standard_normal(20_000),
+        "pareto 0.8": -0.8 * np.log(rng.random(20_000)),
+        "pareto 0.3, 5000": -0.3 * np.log(rng.random(5000)),
+        "wide lognormal, 100": 3 * rng.standard_normal(100),
+        "student t, 1000": rng.standard_t(3, size=1000),
+        "bounded": np.log(rng.random(4000)),
+        "ties": np.repeat(rng.standard_normal(500), 4),
+        "shifted": rng.standard_normal(3000) + 800.0,
+    }
+
+
+@pytest.mark.parametrize("name", list(_log_weight_sets()))
+@pytest.mark.parametrize("r_eff", [1.0, 0.3])
+def test_pareto_khat_equals_arviz(name, r_eff):
+    lw = _log_weight_sets()[name]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        ref = float(az.psislw(lw.copy(), reff=r_eff)[1])
+    assert_allclose(pareto_khat(lw, r_eff=r_eff), ref, rtol=1e-12)
+
+
+@pytest.mark.parametrize("shape", [-0.3, 0.2, 0.5, 0.7, 1.0])
+def test_pareto_khat_recovers_the_shape_of_a_generalized_pareto_tail(shape):
+    from scipy.stats import genpareto
+
+    # the fit uses the largest 3 sqrt(S) = 671 weights: sd(k-hat) about (1 + k) / sqrt(671),
+    # at most 0.06, so the mean of 8 replicates is within 0.07 (3.5 of its sd)
+    rng = np.random.default_rng(14)
+    ks = [pareto_khat(np.log1p(genpareto.rvs(shape, size=50_000, random_state=rng)))
+          for _ in range(8)]  # weights 1 + r > 0 with a generalized Pareto tail
+    assert abs(np.mean(ks) - shape) < 0.07
+
+
+def test_pareto_khat_edge_cases_and_bad_input():
+    assert pareto_khat(np.arange(10.0)) == np.inf  # a tail of 2: too short to fit
+    assert np.isfinite(pareto_khat(np.random.default_rng(15).standard_normal(30)))
+    for bad, err, match in [
+        (np.zeros((2, 10)), ValueError, "log_weights must have shape"),
+        (np.zeros(1), ValueError, "at least 2 weights"),
+        (np.array([0.0, np.nan, 1.0]), ValueError, "finite"),
+        ("abc", TypeError, "log_weights must be array-like"),
+    ]:
+        with pytest.raises(err, match=match):
+            pareto_khat(bad)
+    with pytest.raises(ValueError, match="r_eff must be > 0"):
+        pareto_khat(np.zeros(100), r_eff=0.0)
 
 
 def test_diagnostics_flag_unmixed_chains():
@@ -461,3 +557,34 @@ def test_importance_sampling_evidence_properties():
     # more draws, smaller standard error (about 1 / sqrt(T))
     big = log_evidence_is(X, y, lam, n_samples=80_000, seed=3)
     assert 2.5 < a[1] / big[1] < 6
+    # return_khat adds the Pareto k-hat and changes nothing else
+    with_k = log_evidence_is(X, y, lam, n_samples=5000, seed=3, return_khat=True)
+    assert with_k[:2] == a and len(with_k) == 3 and with_k[2] < 0.5
+    assert np.isnan(log_evidence_is(X, y, [0.0, 1.0], return_khat=True)[2])
+
+
+def test_importance_sampling_khat_is_the_tail_shape_of_its_weights():
+    """k-hat of the returned weights, rebuilt from the same draws, and it flags a bad proposal."""
+    X, y = _separable_tiny()
+    lam, T = 0.5, 20_000
+    log_z, se, khat = log_evidence_is(X, y, lam, n_samples=T, seed=4, return_khat=True)
+    # the same draws as the function (same seed, same order): the Student-t proposal
+    from blrlib import laplace_posterior
+
+    post = laplace_posterior(X, y, lam)
+    rng = np.random.default_rng(4)
+    L = np.linalg.cholesky(post.cov)
+    z, g = rng.standard_normal((T, 2)), rng.chisquare(5, size=T)
+    W = post.mean + (z @ L.T) / np.sqrt(g / 5)[:, None]
+    from scipy.stats import multivariate_t
+
+    log_q = multivariate_t(loc=post.mean, shape=post.cov, df=5).logpdf(W)
+    log_w = log_joint(W, X, y, np.full(2, lam)) - log_q
+    assert_allclose(logsumexp(log_w) - np.log(T), log_z, rtol=1e-10)
+    assert_allclose(pareto_khat(log_w), khat, rtol=1e-8)
+    # as the prior weakens on separable data the posterior runs off along the separating
+    # direction, away from the Laplace proposal, and k-hat rises past 0.5
+    Xs, ys = datasets.separable(20, seed=0)
+    ks = [log_evidence_is(add_intercept(Xs), ys, lam_k, n_samples=T, seed=4, return_khat=True)[2]
+          for lam_k in (1.0, 0.01, 0.001, 0.0003)]
+    assert ks[0] < 0.3 and ks[0] < ks[1] < ks[2] < ks[3] and ks[3] > 0.7

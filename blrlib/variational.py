@@ -1,0 +1,283 @@
+r"""Variational inference for Bayesian logistic regression: the Jaakkola-Jordan bound.
+
+Book: chapter 12 (variational inference).  The logistic sigmoid has a quadratic lower
+bound in its argument, tangent at :math:`z = \pm\xi` (Jaakkola & Jordan 2000;
+Bishop 2006, section 10.6):
+
+.. math:: \log\sigma(z) \ge \log\sigma(\xi) + \frac{z - \xi}{2} - \lambda(\xi)(z^2 - \xi^2),
+          \qquad \lambda(\xi) = \frac{\tanh(\xi/2)}{4\xi} = \frac{\sigma(\xi) - 1/2}{2\xi}
+
+(equation ``eq-vi-jj-tangent``).  With one :math:`\xi_n` per observation and
+:math:`z = s_n \mathbf w^\top \mathbf x_n`, :math:`s_n = 2y_n - 1`, the likelihood times
+the prior :math:`\mathcal N(0, \Lambda_0^{-1})` is bounded by an unnormalised Gaussian in
+:math:`\mathbf w`; its normaliser bounds the evidence from below, and the Gaussian itself
+is :math:`q(\mathbf w) = \mathcal N(\mathbf m, S)` with
+
+.. math:: S^{-1} = \Lambda_0 + 2 \sum_n \lambda(\xi_n) \mathbf x_n \mathbf x_n^\top, \qquad
+          \mathbf m = S \sum_n (y_n - \tfrac12) \mathbf x_n
+
+(equation ``eq-vi-jj-q``).  Maximising the bound over :math:`\xi_n` for fixed :math:`q`
+gives :math:`\xi_n^2 = E_q[(\mathbf w^\top \mathbf x_n)^2] = \mathbf x_n^\top (S +
+\mathbf m \mathbf m^\top) \mathbf x_n` (equation ``eq-vi-jj-xi``).  Alternating the two
+updates is an EM algorithm; each step raises the bound (Bishop's eq. 10.164)
+
+.. math:: \mathcal L(\boldsymbol\xi) = \tfrac12 \mathbf m^\top S^{-1} \mathbf m
+          + \tfrac12 \log\frac{|S|}{|\Lambda_0^{-1}|}
+          + \sum_n \Big(\log\sigma(\xi_n) - \frac{\xi_n}{2} + \lambda(\xi_n)\xi_n^2\Big)
+
+(equation ``eq-vi-jj-bound``).  Plain EM is slow where the data nearly separate the
+classes (over 2,000 iterations on the iris training set of chapter 10);
+:class:`blrlib._anderson.Anderson` extrapolates the :math:`\xi` iterates (Anderson acceleration) and
+keeps an extrapolated point only when its bound is at least the current one, so the
+bound still never decreases.
+"""
+
+import warnings
+from dataclasses import dataclass, field
+
+import numpy as np
+from scipy.linalg import cho_solve, cholesky
+from scipy.special import log_expit
+
+from ._anderson import Anderson
+from ._validation import as_labels, as_matrix, as_prior_precision, check_int, check_positive
+from .logistic import _weighted_gram
+from .optimize import ConvergenceWarning
+
+__all__ = ["VariationalPosterior", "vi_logistic"]
+
+_MEMORY = 10  # iterates remembered by the Anderson extrapolation
+_ROW_CHUNK = 8192  # rows of X per block when computing E[a^2]
+
+
+def _short(v):
+    return np.array2string(np.asarray(v), precision=4, separator=", ", threshold=8)
+
+
+@dataclass(frozen=True)
+class VariationalPosterior:
+    r"""The Gaussian :math:`q(\mathbf w) = \mathcal N(\text{mean}, \text{cov})` of the Jaakkola-Jordan bound.
+
+    Attributes
+    ----------
+    mean : ndarray of shape (d,)
+        :math:`\mathbf m`.
+    cov : ndarray of shape (d, d)
+        :math:`S = (\Lambda_0 + 2 X^\top \operatorname{diag}(\lambda(\xi_n)) X)^{-1}`.
+    xi : ndarray of shape (n,)
+        The variational parameters :math:`\xi_n \ge 0`, one per observation.
+    elbo : float
+        The bound :math:`\mathcal L(\boldsymbol\xi) \le \log p(\mathbf y \mid X)` at the
+        returned :math:`\boldsymbol\xi`; ``-inf`` when a prior precision is 0 (an improper
+        prior has no evidence).
+    n_iter : int
+        Iterations taken.
+    converged : bool
+        Whether the stopping rule was met within ``max_iter`` iterations.
+    history : ndarray of shape (n_iter,)
+        The bound after each iteration; never decreases.  With zero prior precisions it
+        is the bound against a flat prior of unit density on those weights.
+    prior_precision : float or ndarray of shape (d,)
+    """
+
+    mean: np.ndarray
+    cov: np.ndarray = field(repr=False)
+    xi: np.ndarray = field(repr=False)
+    elbo: float
+    n_iter: int
+    converged: bool
+    history: np.ndarray = field(repr=False)
+    prior_precision: float = field(repr=False)
+
+    def __repr__(self):
+        sd = np.sqrt(np.diag(self.cov))
+        return (
+            f"VariationalPosterior(mean={_short(self.mean)}, sd={_short(sd)}, "
+            f"elbo={self.elbo:.8g}, n_iter={self.n_iter}, converged={self.converged})"
+        )
+
+
+def _jj_lambda(xi):
+    r""":math:`\lambda(\xi) = \tanh(\xi/2) / (4\xi)`, even in :math:`\xi`, :math:`1/8` at 0."""
+    xi = np.abs(xi)
+    small = xi < 1e-4
+    safe = np.where(small, 1.0, xi)
+    return np.where(small, 0.125 - xi**2 / 96.0, np.tanh(0.5 * safe) / (4.0 * safe))
+
+
+def _jj_lambda_prime(xi):
+    r""":math:`\lambda'(\xi) = \frac{\sigma(\xi)\sigma(-\xi)}{2\xi} - \frac{\lambda(\xi)}{\xi}`, odd."""
+    a = np.abs(xi)
+    small = a < 1e-3
+    safe = np.where(small, 1.0, a)
+    sech2 = 1.0 / np.cosh(np.minimum(0.5 * safe, 350.0)) ** 2  # sigma(x) sigma(-x) = sech^2(x/2) / 4
+    big = sech2 / (8.0 * safe) - np.tanh(0.5 * safe) / (4.0 * safe**2)
+    return np.sign(xi) * np.where(small, -a / 48.0 + a**3 / 240.0, big)
+
+
+def _tangent_pieces(xi):
+    r""":math:`\lambda(\xi_n)` and :math:`\sum_n \log\sigma(\xi_n) - \xi_n/2 + \lambda(\xi_n)\xi_n^2`.
+
+    The second is the :math:`\xi`-part of ``eq-vi-jj-bound``; with :math:`e = e^{-|\xi|}`,
+    :math:`\log\sigma(\xi) - \xi/2 = -|\xi|/2 - \log(1 + e)` and
+    :math:`\lambda(\xi)\xi^2 = |\xi| \tanh(|\xi|/2) / 4`, :math:`\tanh(|\xi|/2) = (1 - e)/(1 + e)`:
+    one exponential and one logarithm per observation.
+    """
+    a = np.abs(xi)
+    em1 = np.expm1(-a)  # e - 1, exact also where e is close to 1
+    e = 1.0 + em1
+    tanh_half = -em1 / (1.0 + e)
+    small = a < 1e-4
+    lam = np.where(small, 0.125 - a**2 / 96.0, tanh_half / (4.0 * np.where(small, 1.0, a)))
+    terms = float(np.sum(a * tanh_half) / 4.0 - np.sum(0.5 * a + np.log1p(e)))
+    return lam, terms
+
+
+def _tangent_terms(xi):
+    r""":math:`\sum_n \log\sigma(\xi_n) - \xi_n/2 + \lambda(\xi_n)\xi_n^2` of ``eq-vi-jj-bound``."""
+    return _tangent_pieces(xi)[1]
+
+
+@dataclass(frozen=True)
+class _Bound:
+    r"""The optimal :math:`q` for one :math:`\boldsymbol\xi`, its bound, and the EM update of :math:`\xi`."""
+
+    xi: np.ndarray
+    mean: np.ndarray
+    chol: np.ndarray  # lower Cholesky factor R of S^-1 = R R^T
+    bound: float
+    xi_next: np.ndarray  # sqrt(E_q[(w^T x_n)^2]), eq-vi-jj-xi
+
+
+def _evaluate(X, b, lam, log_det_prior, xi):
+    r"""``eq-vi-jj-q``, ``eq-vi-jj-bound`` and ``eq-vi-jj-xi`` at :math:`\boldsymbol\xi`.
+
+    ``b`` is :math:`X^\top(\mathbf y - \frac12)`, ``log_det_prior`` is
+    :math:`\sum_j \log\lambda_j` over the positive prior precisions.
+    """
+    d = X.shape[1]
+    lam_xi, terms = _tangent_pieces(xi)
+    P = _weighted_gram(X, 2.0 * lam_xi)  # S^-1 = Lambda_0 + 2 X^T diag(lambda(xi)) X
+    P[np.diag_indices(d)] += lam
+    R = cholesky(P, lower=True, check_finite=False)
+    m = cho_solve((R, True), b, check_finite=False)  # m = S X^T (y - 1/2)
+    half_log_det_P = float(np.sum(np.log(np.diag(R))))
+    bound = 0.5 * float(b @ m) - half_log_det_P + 0.5 * log_det_prior + terms
+    # E_q[a_n^2] = x_n^T (S + m m^T) x_n, one block of rows at a time
+    M = cho_solve((R, True), np.eye(d), check_finite=False) + np.outer(m, m)
+    second = np.empty(X.shape[0])
+    for start in range(0, X.shape[0], _ROW_CHUNK):
+        block = X[start : start + _ROW_CHUNK]
+        second[start : start + _ROW_CHUNK] = np.einsum("ij,ij->i", block @ M, block)
+    return _Bound(xi=xi, mean=m, chol=R, bound=bound, xi_next=np.sqrt(np.maximum(second, 0.0)))
+
+
+def _fit(X, y, lam, max_iter, tol, accelerate=True):
+    """The EM iteration of the bound from xi = 0, optionally Anderson-accelerated."""
+    d = X.shape[1]
+    lam_vec = np.broadcast_to(np.asarray(lam, dtype=float), (d,))
+    log_det_prior = float(np.sum(np.log(lam_vec[lam_vec > 0])))
+    b = X.T @ (y - 0.5)
+    cur = _evaluate(X, b, lam_vec, log_det_prior, np.zeros(X.shape[0]))
+    anderson = Anderson(_MEMORY)
+    history, converged, n_iter = [], False, 0
+    for n_iter in range(1, max_iter + 1):
+        g = cur.xi_next
+        if np.max(np.abs(g - cur.xi)) <= tol * (1.0 + float(np.max(cur.xi))):
+            converged, n_iter = True, n_iter - 1
+            break
+        nxt = None
+        if accelerate:
+            candidate = anderson.step(cur.xi, g)
+            if candidate is not g:  # the bound is even in each xi_n: |candidate| is as good
+                trial = _evaluate(X, b, lam_vec, log_det_prior, np.abs(candidate))
+                if trial.bound >= cur.bound:
+                    nxt = trial
+        if nxt is None:  # the plain EM step, which never lowers the bound
+            nxt = _evaluate(X, b, lam_vec, log_det_prior, g)
+        # the EM step cannot lower the bound; a value that rounding shows lower than the
+        # last one is not recorded, so that the history never decreases
+        if nxt.bound < cur.bound:
+            nxt = _Bound(nxt.xi, nxt.mean, nxt.chol, cur.bound, nxt.xi_next)
+        cur = nxt
+        history.append(cur.bound)
+    return cur, n_iter, converged, np.asarray(history)
+
+
+def vi_logistic(X, y, prior_precision, *, max_iter=500, tol=1e-10):
+    r"""Variational Bayesian logistic regression with the Jaakkola-Jordan bound.
+
+    Maximises the lower bound ``eq-vi-jj-bound`` on the log evidence over the
+    variational parameters :math:`\xi_n`, alternating the Gaussian
+    :math:`q(\mathbf w) = \mathcal N(\mathbf m, S)` of ``eq-vi-jj-q`` with the update
+    :math:`\xi_n^2 = \mathbf x_n^\top (S + \mathbf m\mathbf m^\top)\mathbf x_n` of
+    ``eq-vi-jj-xi`` (Bishop 2006, section 10.6).  The updates of :math:`\xi` are
+    extrapolated (Anderson acceleration); an extrapolated point is kept only when its
+    bound is at least the current one, otherwise the plain EM step is taken, so the
+    bound never decreases.  Each iteration costs one or two passes over the data
+    (:math:`O(n d^2)`) and a Cholesky factorisation of :math:`S^{-1}`.
+
+    Book: chapter 12, equations ``eq-vi-jj-tangent``, ``eq-vi-jj-q``, ``eq-vi-jj-xi``
+    and ``eq-vi-jj-bound``.
+
+    Parameters
+    ----------
+    X : array_like of shape (n, d)
+    y : array_like of shape (n,), values in {0, 1}
+    prior_precision : float or array_like of shape (d,)
+        :math:`\lambda \ge 0`, or one precision :math:`\lambda_j \ge 0` per weight; a zero
+        entry is a flat prior on its weight (the bound is then ``-inf``).
+    max_iter : int, default 500
+        On the book's data sets the accelerated iteration converges in well under
+        100 iterations (plain EM needs over 2,000 on the iris training set).
+    tol : float, default 1e-10
+        Converged when the EM update would change no :math:`\xi_n` by more than
+        ``tol * (1 + max xi)``.
+
+    Returns
+    -------
+    VariationalPosterior
+
+    Warns
+    -----
+    ConvergenceWarning
+        If ``max_iter`` iterations do not meet the tolerance.
+
+    Examples
+    --------
+    >>> X = np.array([[1.0, -1.0], [1.0, 0.5], [1.0, 1.0], [1.0, -0.2]])
+    >>> q = vi_logistic(X, np.array([0, 0, 1, 1]), 1.0)
+    >>> q.converged, bool(np.all(np.diff(q.history) >= 0))
+    (True, True)
+    >>> q.mean.round(4), round(q.elbo, 4)
+    (array([-0.0161,  0.4288]), -3.189)
+    >>> from blrlib import log_evidence_is   # the evidence it bounds: -3.1568 +- 0.0008
+    >>> bool(q.elbo < log_evidence_is(X, np.array([0, 0, 1, 1]), 1.0)[0])
+    True
+    """
+    X = as_matrix(X)
+    n, d = X.shape
+    y = as_labels(y, n=n)
+    lam = as_prior_precision(prior_precision, d)
+    max_iter = check_int(max_iter, "max_iter")
+    tol = check_positive(tol, "tol")
+    cur, n_iter, converged, history = _fit(X, y, lam, max_iter, tol)
+    if not converged:
+        warnings.warn(
+            f"vi_logistic: the bound did not converge in max_iter={max_iter} iterations; "
+            f"increase max_iter (data the classes nearly separate need a proper prior)",
+            ConvergenceWarning,
+            stacklevel=2,
+        )
+    cov = cho_solve((cur.chol, True), np.eye(d), check_finite=False)
+    improper = np.any(np.asarray(lam) == 0)
+    return VariationalPosterior(
+        mean=cur.mean,
+        cov=0.5 * (cov + cov.T),
+        xi=cur.xi,
+        elbo=-np.inf if improper else float(cur.bound),
+        n_iter=int(n_iter),
+        converged=bool(converged),
+        history=history,
+        prior_precision=lam,
+    )
