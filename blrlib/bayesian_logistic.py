@@ -169,7 +169,8 @@ class BayesianLogisticRegression(ClassifierMixin, BaseEstimator):
     (0.3284, (2, 2))
     >>> print(clf.summary())
     Bayesian logistic regression: Laplace approximation
-    n = 32, prior precision on the coefficients = 0.328392 (maximises the evidence), intercept with a flat prior
+    n = 32, intercept with a flat prior
+    prior precision on the coefficients = 0.328392 (maximises the evidence)
     log evidence (Laplace) = -18.3415
     <BLANKLINE>
                        mean         sd     [0.025     0.975]
@@ -332,8 +333,9 @@ class BayesianLogisticRegression(ClassifierMixin, BaseEstimator):
         width = max(12, *(len(n) for n in names))
         lines = [
             f"Bayesian logistic regression: {how}",
-            f"n = {self._n_train}, prior precision on the coefficients = {lam}{chosen}"
-            + (", intercept with a flat prior" if self.fit_intercept else ""),
+            f"n = {self._n_train}"
+            + (", intercept with a flat prior" if self.fit_intercept else ", no intercept"),
+            f"prior precision on the coefficients = {lam}{chosen}",
             f"log evidence (Laplace) = {self.log_evidence_:.6g}",
             "",
             f"{'':{width}s} {'mean':>10s} {'sd':>10s} {'[' + lo:>10s} {hi + ']':>10s}",

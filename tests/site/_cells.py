@@ -166,6 +166,13 @@ def kind(cells, i):
 def convention_problems(cells, i):
     """What the page conventions ask of code cell ``cells[i]`` that it does not have."""
     k, cell = kind(cells, i), cells[i]
+    if k == "code":
+        # any folded cell names what it holds ("Show the checks", ...), never MyST-NB's
+        # default "Show code cell source" (the site test reads the same on the page)
+        meta = cell.get("metadata", {}).get("mystnb", {}) or {}
+        folded = [t for t in tags(cell) if t in ("hide-input", "hide-cell", "hide-output")]
+        return [f"code cell {i}: tagged {folded[0]} without a mystnb code_prompt_show"] \
+            if folded and not meta.get("code_prompt_show") else []
     if k not in ("answer", "check"):
         return []
     want_tags, want_prompts = (ANSWER_TAGS, ANSWER_PROMPTS) if k == "answer" else (CHECK_TAGS, CHECK_PROMPTS)
