@@ -9,6 +9,7 @@ from . import datasets
 from .evidence import EvidenceFit, maximize_evidence
 from .gp_elliptical import GPCSamples, gpc_elliptical_slice, gpc_predict_samples
 from .gp_ep import GPCEP, gpc_ep
+from .gp_gibbs import gibbs_gpc
 from .gp_hyperparameters import gpc_log_marginal_likelihood
 from .gp_laplace import GPCLaplace, gpc_laplace
 from .gp_multiclass import (
@@ -130,6 +131,7 @@ __all__ = [
     "gpr_posterior",
     "gpr_predict",
     "gradient",
+    "gibbs_gpc",
     "gibbs_logistic",
     "gradient_ascent",
     "hessian",

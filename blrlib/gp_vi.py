@@ -8,13 +8,15 @@ maximises the evidence lower bound
           - \operatorname{KL}\big(q(\mathbf f) \,\|\, \mathcal N(\mathbf 0, K)\big)
           \le \log p(\mathbf y \mid X)
 
-(Opper & Archambeau 2009, Nickisch & Rasmussen 2008).  At
+(book: chapter 12, equation ``eq-vi-gp-elbo``; Opper & Archambeau 2009, Nickisch &
+Rasmussen 2008).  At
 its maximum :math:`\mathbf m = K\boldsymbol\alpha` and
 :math:`\Sigma = (K^{-1} + \Lambda)^{-1}`, :math:`\Lambda = \operatorname{diag}(\lambda_n)`,
 with :math:`\alpha_n = \partial \bar\ell_n / \partial m_n` and
 :math:`\lambda_n = -2\,\partial \bar\ell_n / \partial v_n`, where
 :math:`\bar\ell_n(m_n, v_n) = E_{\mathcal N(f_n \mid m_n, v_n)}[\log\sigma(s_n f_n)]`
-(the fixed-point conditions): :math:`2n` numbers describe the optimum.  This is
+(the fixed-point conditions, chapter 12, equation ``eq-vi-gp-fixed-point``, where
+:math:`\lambda_n` is written :math:`\tilde\tau_n`): :math:`2n` numbers describe the optimum.  This is
 the form of the expectation-propagation posterior (chapter 11), Gaussian sites
 :math:`(\tilde\tau_n, \tilde\nu_n) = (\lambda_n, \alpha_n + \lambda_n m_n)` times the
 prior, so the marginals, the factor of :math:`B = I + \Lambda^{1/2} K \Lambda^{1/2}` and
@@ -291,6 +293,9 @@ def gpc_vi(K, y, *, max_iter=200, tol=1e-8):
     a smooth kernel, the steps first use a low-rank approximation of K (as
     :func:`~blrlib.gpc_ep` does) and then the exact one, so the optimum returned is that of
     the exact K.
+
+    Book: chapter 12, equations ``eq-vi-gp-elbo`` (the bound) and ``eq-vi-gp-fixed-point``
+    (the conditions at its maximum; ``lam`` holds the :math:`\tilde\tau_n`).
 
     Reference: Opper and Archambeau (2009); Nickisch and Rasmussen (2008).
 

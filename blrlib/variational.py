@@ -1,13 +1,14 @@
 r"""Variational inference for Bayesian logistic regression: the Jaakkola-Jordan bound.
 
 The logistic sigmoid has a quadratic lower
-bound in its argument, tangent at :math:`z = \pm\xi` (Jaakkola & Jordan 2000;
-Bishop 2006, section 10.6):
+bound in its argument, tangent at :math:`z = \pm\xi` (book: chapter 12, equation
+``eq-vi-jj-tangent``; Jaakkola & Jordan 2000; Bishop 2006, section 10.6):
 
 .. math:: \log\sigma(z) \ge \log\sigma(\xi) + \frac{z - \xi}{2} - \lambda(\xi)(z^2 - \xi^2),
           \qquad \lambda(\xi) = \frac{\tanh(\xi/2)}{4\xi} = \frac{\sigma(\xi) - 1/2}{2\xi}
 
-(the tangent bound).  With one :math:`\xi_n` per observation and
+(the tangent bound; the book writes :math:`\psi(\xi)` for :math:`\lambda(\xi)`, which it
+keeps for the prior precision).  With one :math:`\xi_n` per observation and
 :math:`z = s_n \mathbf w^\top \mathbf x_n`, :math:`s_n = 2y_n - 1`, the likelihood times
 the prior :math:`\mathcal N(0, \Lambda_0^{-1})` is bounded by an unnormalised Gaussian in
 :math:`\mathbf w`; its normaliser bounds the evidence from below, and the Gaussian itself
@@ -16,16 +17,18 @@ is :math:`q(\mathbf w) = \mathcal N(\mathbf m, S)` with
 .. math:: S^{-1} = \Lambda_0 + 2 \sum_n \lambda(\xi_n) \mathbf x_n \mathbf x_n^\top, \qquad
           \mathbf m = S \sum_n (y_n - \tfrac12) \mathbf x_n
 
-(the update of :math:`q`).  Maximising the bound over :math:`\xi_n` for fixed :math:`q`
+(the update of :math:`q`, equation ``eq-vi-jj-q``).  Maximising the bound over :math:`\xi_n` for fixed :math:`q`
 gives :math:`\xi_n^2 = E_q[(\mathbf w^\top \mathbf x_n)^2] = \mathbf x_n^\top (S +
-\mathbf m \mathbf m^\top) \mathbf x_n` (the update of :math:`\xi`).  Alternating the two
-updates is an EM algorithm; each step raises the bound (Bishop's eq. 10.164)
+\mathbf m \mathbf m^\top) \mathbf x_n` (the update of :math:`\xi`, equation ``eq-vi-jj-xi``).  Alternating the two
+updates is an EM algorithm; each step raises the bound (equation ``eq-vi-jj-bound``;
+Bishop's eq. 10.164)
 
 .. math:: \mathcal L(\boldsymbol\xi) = \tfrac12 \mathbf m^\top S^{-1} \mathbf m
           + \tfrac12 \log\frac{|S|}{|\Lambda_0^{-1}|}
           + \sum_n \Big(\log\sigma(\xi_n) - \frac{\xi_n}{2} + \lambda(\xi_n)\xi_n^2\Big)
 
-(the bound).  Plain EM is slow where the data nearly separate the
+(the bound).  Chapter 12 also shows that these are the updates of mean-field variational
+inference under the Polya-Gamma augmentation of chapter 10.  Plain EM is slow where the data nearly separate the
 classes (over 2,000 iterations on the iris training set of chapter 10);
 :class:`blrlib._anderson.Anderson` extrapolates the :math:`\xi` iterates (Anderson acceleration) and
 keeps an extrapolated point only when its bound is at least the current one, so the
@@ -216,6 +219,10 @@ def vi_logistic(X, y, prior_precision, *, max_iter=500, tol=1e-10):
     bound is at least the current one, otherwise the plain EM step is taken, so the
     bound never decreases.  Each iteration costs one or two passes over the data
     (:math:`O(n d^2)`) and a Cholesky factorisation of :math:`S^{-1}`.
+
+    Book: chapter 12, equations ``eq-vi-jj-q`` (the Gaussian), ``eq-vi-jj-xi`` (the
+    update of :math:`\xi`) and ``eq-vi-jj-bound`` (the bound returned as ``elbo``), from the
+    tangent bound ``eq-vi-jj-tangent``.
 
     Reference: Bishop (2006), section 10.6; Jaakkola and Jordan (2000).
 

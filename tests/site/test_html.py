@@ -348,6 +348,7 @@ INTRO_MEASUREMENTS = {
     "book/09_gp_classification": ["0.195", "0.16"],
     "book/10_exact_posterior": ["all eight cases", "0.025 to 0.43 nats"],
     "book/11_ep_mcmc_gpc": ["a few hundredths of a", "0.003 higher", "0.02 to 0.05"],
+    "book/12_variational": ["0.32 to 0.93", "0.006 to 0.44 nats"],
 }
 
 
