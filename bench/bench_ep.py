@@ -49,8 +49,9 @@ def _fit(inference, X, y):
 
 def main(sizes=(150, 1000), repeats=3, repeats_large=1, data=("two moons", "separable")):
     """Print a markdown table; return its rows as dicts."""
-    import blrlib  # noqa: F401  load BLAS before limiting its threads
     from threadpoolctl import threadpool_limits
+
+    import blrlib  # noqa: F401  load BLAS before limiting its threads
 
     rows = []
     with threadpool_limits(limits=1):

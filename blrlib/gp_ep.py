@@ -19,7 +19,7 @@ Laplace's method matches the mode and the curvature of the posterior, EP matches
 marginal means and variances.
 
 The logistic likelihood has no closed-form tilted moments (the probit one of GPML has);
-they are computed by the book's quadrature (chapter 6), :func:`_tilted_sites`.  Two
+they are computed by quadrature (:func:`_tilted_sites`, a composite Gauss-Legendre rule).  Two
 schedules reach the same fixed point (the tests check it):
 
 * :func:`_ep_sequential` is Algorithm 3.5 as printed: one site at a time, each update a
