@@ -5,6 +5,7 @@ import sys
 
 sys.path.insert(0, str(pathlib.Path(__file__).parent))
 
+import bench_ep  # noqa: E402
 import bench_gp  # noqa: E402
 import bench_logistic  # noqa: E402
 import bench_multiclass  # noqa: E402
@@ -20,6 +21,11 @@ if __name__ == "__main__":
         bench_gp.main(n=300, n_large=600, repeats=1)
     else:
         bench_gp.main()
+    print("\n## GPClassifier: EP against Laplace, hyperparameters learned\n")
+    if "--quick" in sys.argv:
+        bench_ep.main(sizes=(150,), repeats=1)
+    else:
+        bench_ep.main()
     print("\n## The Polya-Gamma Gibbs sampler\n")
     bench_sampling.main(repeats=1 if "--quick" in sys.argv else 5)
     print("\n## Variational inference against the Laplace fits\n")

@@ -247,7 +247,9 @@ def test_bad_input(call, exc, match):
 
 # --- a scikit-learn classifier (issue 17) ---------------------------------------------------
 
-@parametrize_with_checks([GPClassifier()])
+@parametrize_with_checks(
+    [GPClassifier(), GPClassifier(inference="ep", n_restarts=0, variance_bounds=(1e-2, 1e2))]
+)
 def test_sklearn_estimator_checks(estimator, check):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ConvergenceWarning)  # hyperparameters at bounds on the checks' data

@@ -120,6 +120,24 @@ def test_tilted_sites_match_adaptive_quadrature(m, v, s):
     assert_allclose((site.nu[0] + m / v) / (site.tau[0] + 1 / v), mean, rtol=1e-10, atol=1e-10 * np.sqrt(v))
 
 
+@pytest.mark.parametrize("v", np.logspace(-4, 4, 9))
+def test_tilted_moments_on_a_grid_of_cavities(v):
+    """The zeroth, first and second tilted moments to 1e-7 relative (measured: 2e-10 at worst)
+    against adaptive quadrature, cavity variances 1e-4 to 1e4, cavity means -50 to 50, both labels:
+    the fixed-size composite rule of _tilted_nodes has no regime where it is short of nodes."""
+    means = np.array([-50.0, -20.0, -6.0, -1.0, -0.1, 0.0, 0.3, 2.0, 7.0, 25.0, 50.0])
+    m = np.concatenate([means, means])
+    s = np.concatenate([np.ones(means.size), -np.ones(means.size)])
+    site = _tilted_sites(np.full(m.size, 1 / v), m / v, s)  # all cavities in one vectorised call
+    var_q = 1 / (site.tau + 1 / v)  # q(f) = cavity times site: its mean and variance
+    mean_q = var_q * (site.nu + m / v)
+    for i in range(m.size):
+        Z, mean, var = tilted_moments(m[i], v, s[i])
+        assert_allclose(site.log_Z[i], np.log(Z), rtol=1e-7, atol=1e-7)  # Z to 1e-7 relative
+        assert abs(mean_q[i] - mean) <= 1e-7 * max(abs(mean), np.sqrt(var)), (m[i], s[i])
+        assert_allclose(var_q[i], var, rtol=1e-7)
+
+
 def test_tilted_normaliser_far_on_the_wrong_side():
     """Z_hat = E[sigma(f)] under N(-800, 1) is about exp(-799.5), far below the smallest double."""
     site = _tilted_sites(np.array([1.0]), np.array([-800.0]), np.array([1.0]))
