@@ -7,11 +7,13 @@ coefficients (chapter 4), the Laplace approximation of the posterior and of the 
 evidence (:func:`~blrlib.maximize_evidence`), the predictive probabilities that average
 the sigmoid over the posterior (chapter 6, :func:`~blrlib.expected_sigmoid`) and, with
 ``inference="gibbs"``, draws from the exact posterior (chapter 10,
-:func:`~blrlib.gibbs_logistic`).
+:func:`~blrlib.gibbs_logistic`) or, with ``inference="vi"``, the Gaussian of the
+Jaakkola-Jordan bound (:func:`~blrlib.vi_logistic`).
 
 Each kind of inference is one small function from the design matrix, the 0/1 labels and
-the prior precision vector to a :class:`_Posterior` (mean, covariance, draws if any, the
-iteration count); ``_INFERENCE`` maps the names to them.  Needs scikit-learn (the extra
+the mask of penalised weights to a :class:`_Posterior` (the prior precision used, mean,
+covariance, log evidence, iteration count, the functional API's result); ``_INFERENCE``
+maps the names to them.  Needs scikit-learn (the extra
 ``blrlib[sklearn]``).
 """
 
@@ -31,34 +33,62 @@ from .laplace import _laplace_at_mode, _mode_fit
 from .optimize import ConvergenceWarning
 from .predictive import expected_sigmoid
 from .sampling import gibbs_logistic, predict_samples
+from .variational import _maximize_bound, _vi_logistic
 
 __all__ = ["BayesianLogisticRegression"]
 
 _PREDICT_METHODS = ("quadrature", "probit", "mc", "plugin")
 _MC_DRAWS = 10_000  # draws per point of predict_method="mc"
 _RHAT_MAX = 1.01
+_VI_MAX_ITER, _VI_TOL = 500, 1e-10  # vi_logistic's defaults
 
 
 @dataclass(frozen=True)
 class _Posterior:
-    """What an inference function hands back: the posterior mean and covariance of all
-    the weights (intercept first), the draws if it samples, and its iteration count."""
+    """What an inference function hands back: the prior precision used (the scalar or the
+    vector on the coefficients), the posterior mean and covariance of all the weights
+    (intercept first), the log evidence it reports, its iteration count and the functional
+    API's result (``posterior_``)."""
 
+    lam: object
     mean: np.ndarray
     cov: np.ndarray
+    log_evidence: float
     n_iter: int
-    laplace: object = field(default=None, repr=False)  # the LaplacePosterior, if one was fitted
-    samples: object = field(default=None, repr=False)  # the PosteriorSamples, if drawn
+    result: object = field(repr=False)
 
 
-def _fit_laplace(X, y, lam, laplace, est, rng):
+def _laplace_choice(X, y, penalised, est):
+    """lambda (given, or maximising the Laplace evidence) and the Laplace fit there (chapter 5)."""
+    d = int(np.sum(penalised))
+    if isinstance(est.prior_precision, str):  # "evidence"
+        search = _maximize_evidence(X, y, 1.0, est.max_iter, est.tol,
+                                    penalised=penalised if est.fit_intercept else None, stacklevel=5)
+        return search.prior_precision, search.posterior, search.n_iter + 1
+    lam = as_prior_precision(est.prior_precision, d)
+    lam_all = np.zeros(X.shape[1])
+    lam_all[penalised] = lam
+    mode = _mode_fit(X, y, lam_all, np.zeros(X.shape[1]))
+    post = _laplace_at_mode(X, y, lam_all, mode.w)
+    post = replace(post, log_evidence=_partly_flat_log_evidence(X, y, post, penalised))
+    return lam, post, max(mode.n_iter, 1)
+
+
+def _fit_laplace(X, y, penalised, est, rng):
     """The Laplace approximation (chapter 5): mode and inverse negative Hessian."""
-    return _Posterior(mean=laplace.mean, cov=laplace.cov, n_iter=laplace.n_iter, laplace=laplace.post)
+    lam, post, n_iter = _laplace_choice(X, y, penalised, est)
+    return _Posterior(lam=lam, mean=post.mean, cov=post.cov, log_evidence=float(post.log_evidence),
+                      n_iter=n_iter, result=post)
 
 
-def _fit_gibbs(X, y, lam, laplace, est, rng):
-    """The exact posterior by Polya-Gamma Gibbs sampling (chapter 10); moments of the draws."""
-    samples = gibbs_logistic(X, y, lam, n_samples=est.n_samples, n_warmup=est.n_warmup,
+def _fit_gibbs(X, y, penalised, est, rng):
+    """The exact posterior by Polya-Gamma Gibbs sampling (chapter 10); moments of the draws.
+
+    lambda is the Laplace choice; the log evidence reported is the Laplace one there."""
+    lam, post, _ = _laplace_choice(X, y, penalised, est)
+    lam_all = np.zeros(X.shape[1])
+    lam_all[penalised] = lam
+    samples = gibbs_logistic(X, y, lam_all, n_samples=est.n_samples, n_warmup=est.n_warmup,
                              n_chains=est.n_chains, seed=rng)
     worst = float(np.max(samples.rhat))
     if worst > _RHAT_MAX:
@@ -68,19 +98,35 @@ def _fit_gibbs(X, y, lam, laplace, est, rng):
             ConvergenceWarning,
             stacklevel=4,
         )
-    return _Posterior(mean=samples.mean, cov=samples.cov, n_iter=est.n_warmup + est.n_samples,
-                      laplace=laplace.post, samples=samples)
+    return _Posterior(lam=lam, mean=samples.mean, cov=samples.cov, log_evidence=float(post.log_evidence),
+                      n_iter=est.n_warmup + est.n_samples, result=samples)
 
 
-_INFERENCE = {"laplace": _fit_laplace, "gibbs": _fit_gibbs}
+def _fit_vi(X, y, penalised, est, rng):
+    """The Jaakkola-Jordan variational Gaussian (:func:`~blrlib.vi_logistic`); its bound is
+    the log evidence reported, and ``"evidence"`` maximises the bound over lambda."""
+    name = "BayesianLogisticRegression(inference='vi')"
+    if isinstance(est.prior_precision, str):  # "evidence": the lambda of the largest bound
+        lam, post, bound, n_fits, _ = _maximize_bound(X, y, penalised, 1.0, est.max_iter, est.tol,
+                                                      _VI_MAX_ITER, _VI_TOL, stacklevel=5, name=name)
+        return _Posterior(lam=lam, mean=post.mean, cov=post.cov, log_evidence=bound, n_iter=n_fits + 1,
+                          result=post)
+    lam = as_prior_precision(est.prior_precision, int(np.sum(penalised)))
+    lam_all = np.zeros(X.shape[1])
+    lam_all[penalised] = lam
+    post, bound = _vi_logistic(X, y, lam_all, _VI_MAX_ITER, _VI_TOL, stacklevel=5, name=name)
+    if np.any(lam_all[penalised] == 0):  # an improper prior on a coefficient: no evidence
+        bound = -np.inf
+    return _Posterior(lam=lam, mean=post.mean, cov=post.cov, log_evidence=bound, n_iter=max(post.n_iter, 1),
+                      result=post)
 
 
-@dataclass(frozen=True)
-class _LaplaceFit:
-    post: object
-    mean: np.ndarray
-    cov: np.ndarray
-    n_iter: int
+_INFERENCE = {"laplace": _fit_laplace, "gibbs": _fit_gibbs, "vi": _fit_vi}
+_HOW = {
+    "laplace": ("Laplace approximation", "log evidence (Laplace)"),
+    "gibbs": ("Polya-Gamma Gibbs sampling", "log evidence (Laplace)"),
+    "vi": ("variational Gaussian (Jaakkola-Jordan bound)", "ELBO (Jaakkola-Jordan bound)"),
+}
 
 
 class BayesianLogisticRegression(ClassifierMixin, BaseEstimator):
@@ -104,7 +150,8 @@ class BayesianLogisticRegression(ClassifierMixin, BaseEstimator):
     evidence depend on this choice of unit; it does not change the maximising :math:`\lambda`).
 
     Book: chapter 5 (``eq-laplace-cov``, ``eq-laplace-evidence``), chapter 6
-    (``eq-predictive``), chapter 10 (``inference="gibbs"``).
+    (``eq-predictive``), chapter 10 (``inference="gibbs"``), chapter 12
+    (``inference="vi"``).
 
     Parameters
     ----------
@@ -116,10 +163,17 @@ class BayesianLogisticRegression(ClassifierMixin, BaseEstimator):
     fit_intercept : bool, default True
         Add an intercept with a flat prior.  ``False`` fits through the origin with the prior
         on every weight (then ``intercept_`` is 0).
-    inference : {"laplace", "gibbs"}, default "laplace"
+    inference : {"laplace", "gibbs", "vi"}, default "laplace"
         ``"laplace"``: the Gaussian at the posterior mode (chapter 5).  ``"gibbs"``: Polya-Gamma
         Gibbs sampling of the exact posterior (chapter 10) at the same :math:`\lambda`;
         ``coef_`` and ``coef_cov_`` are then the mean and covariance of the draws.
+        ``"vi"``: the Gaussian :math:`q` of the Jaakkola-Jordan bound
+        (:func:`~blrlib.vi_logistic`, chapter 12), the intercept's prior precision 0;
+        ``coef_`` and ``coef_cov_`` are its mean and covariance, ``log_evidence_`` is the
+        bound (the ELBO), and ``prior_precision="evidence"`` chooses the :math:`\lambda`
+        that maximises the bound (over :math:`\boldsymbol\xi` and :math:`\lambda`
+        jointly: the search of :func:`~blrlib.maximize_evidence` on the exact derivative
+        of the bound in :math:`\lambda`, to 1e-8 in :math:`\log\lambda`).
     predict_method : {"quadrature", "probit", "mc", "plugin"}, default "quadrature"
         How ``predict_proba`` averages the sigmoid over the Gaussian posterior of the
         activation (:func:`~blrlib.expected_sigmoid`; ``"plugin"`` is
@@ -146,12 +200,17 @@ class BayesianLogisticRegression(ClassifierMixin, BaseEstimator):
         :math:`\lambda` used (chosen by the evidence or given).
     log_evidence_ : float
         The Laplace log evidence at ``prior_precision_`` (:math:`-\infty` when some
-        :math:`\lambda_j = 0`).
+        :math:`\lambda_j = 0`); for ``inference="vi"`` the Jaakkola-Jordan lower bound on
+        the log evidence (the ELBO, Bishop 2006 eq. 10.164) at the optimal
+        :math:`\boldsymbol\xi`, with the same flat prior of unit density on the intercept
+        (the limit of the bound under :math:`\mathcal N(0, \varepsilon^{-1})` on it plus
+        :math:`\frac12\log(2\pi/\varepsilon)`).
     n_iter_ : int
         Laplace fits of the evidence search (each one a guarded Newton search), or the
         Newton iterations at a fixed :math:`\lambda`; for ``"gibbs"``, the iterations of each
-        chain (warm-up and kept draws).
-    posterior_ : LaplacePosterior or PosteriorSamples
+        chain (warm-up and kept draws); for ``"vi"``, the variational fits of the search
+        over :math:`\lambda`, or the iterations of the bound at a fixed :math:`\lambda`.
+    posterior_ : LaplacePosterior, PosteriorSamples or VariationalPosterior
         The functional API's result over the columns (1, X) (or X without an intercept).
     n_features_in_ : int
     feature_names_in_ : ndarray of str
@@ -233,25 +292,10 @@ class BayesianLogisticRegression(ClassifierMixin, BaseEstimator):
         X1 = self._design(X)
         d = X.shape[1]
         penalised = np.r_[False, np.ones(d, dtype=bool)] if self.fit_intercept else np.ones(d, dtype=bool)
-        if isinstance(self.prior_precision, str):  # "evidence"
-            search = _maximize_evidence(X1, y01, 1.0, self.max_iter, self.tol,
-                                        penalised=penalised if self.fit_intercept else None, stacklevel=4)
-            lam = search.prior_precision
-            lam_all = np.where(penalised, lam, 0.0)
-            post = search.posterior
-            laplace = _LaplaceFit(post, post.mean, post.cov, search.n_iter + 1)
-        else:
-            lam = as_prior_precision(self.prior_precision, d)
-            lam_all = np.zeros(X1.shape[1])
-            lam_all[penalised] = lam
-            mode = _mode_fit(X1, y01, lam_all, np.zeros(X1.shape[1]))
-            post = _laplace_at_mode(X1, y01, lam_all, mode.w)
-            post = replace(post, log_evidence=_partly_flat_log_evidence(X1, y01, post, penalised))
-            laplace = _LaplaceFit(post, post.mean, post.cov, max(mode.n_iter, 1))
-        fit = _INFERENCE[self.inference](X1, y01, lam_all, laplace, self, as_generator(self.random_state))
-        self.posterior_ = fit.samples if fit.samples is not None else fit.laplace
-        self.prior_precision_ = lam if np.ndim(lam) == 0 else np.array(lam)
-        self.log_evidence_ = float(post.log_evidence)
+        fit = _INFERENCE[self.inference](X1, y01, penalised, self, as_generator(self.random_state))
+        self.posterior_ = fit.result
+        self.prior_precision_ = fit.lam if np.ndim(fit.lam) == 0 else np.array(fit.lam)
+        self.log_evidence_ = float(fit.log_evidence)
         self.coef_cov_ = fit.cov
         self.coef_ = fit.mean[None, X1.shape[1] - d:]
         self.intercept_ = fit.mean[:1].copy() if self.fit_intercept else np.zeros(1)
@@ -323,8 +367,9 @@ class BayesianLogisticRegression(ClassifierMixin, BaseEstimator):
         check_is_fitted(self)
         interval = self.credible_interval(level)
         sd = np.sqrt(np.diag(self.coef_cov_))
-        how = {"laplace": "Laplace approximation", "gibbs": "Polya-Gamma Gibbs sampling"}[self.inference]
-        chosen = " (maximises the evidence)" if isinstance(self.prior_precision, str) else ""
+        how, evidence = _HOW[self.inference]
+        chosen = ((" (maximises the bound)" if self.inference == "vi" else " (maximises the evidence)")
+                  if isinstance(self.prior_precision, str) else "")
         lam = (f"{self.prior_precision_:.6g}" if np.ndim(self.prior_precision_) == 0
                else np.array2string(self.prior_precision_, precision=4, separator=", ", threshold=6))
         lo, hi = f"{(1 - level) / 2:.3g}", f"{(1 + level) / 2:.3g}"
@@ -334,7 +379,7 @@ class BayesianLogisticRegression(ClassifierMixin, BaseEstimator):
             f"Bayesian logistic regression: {how}",
             f"n = {self._n_train}, prior precision on the coefficients = {lam}{chosen}"
             + (", intercept with a flat prior" if self.fit_intercept else ""),
-            f"log evidence (Laplace) = {self.log_evidence_:.6g}",
+            f"{evidence} = {self.log_evidence_:.6g}",
             "",
             f"{'':{width}s} {'mean':>10s} {'sd':>10s} {'[' + lo:>10s} {hi + ']':>10s}",
         ]

@@ -16,18 +16,22 @@ from blrlib import (
     BayesianLogisticRegression,
     add_intercept,
     datasets,
+    expected_sigmoid,
     gibbs_logistic,
     irls,
     laplace_posterior,
+    log_evidence_is,
     maximize_evidence,
     predict_mc,
     predict_plugin,
     predict_probit,
     predict_quadrature,
+    vi_logistic,
 )
+from blrlib.variational import _vi_logistic
 
 
-@parametrize_with_checks([BayesianLogisticRegression()])
+@parametrize_with_checks([BayesianLogisticRegression(), BayesianLogisticRegression(inference="vi")])
 def test_sklearn_estimator_checks(estimator, check):
     with warnings.catch_warnings():
         # the checks' random data often carry no evidence for any weight (or need none):
@@ -146,6 +150,76 @@ def test_gibbs_is_gibbs_logistic(spector):
     assert "Gibbs" in clf.summary()
 
 
+@pytest.mark.parametrize("lam", [1e-2, 0.3, 7.0])
+def test_vi_is_vi_logistic(spector, lam):
+    X, y = spector
+    X1 = add_intercept(X)
+    lam_vec = np.r_[0.0, np.full(X.shape[1], lam)]
+    clf = BayesianLogisticRegression(lam, inference="vi").fit(X, y)
+    q = vi_logistic(X1, y, lam_vec)
+    assert q.converged and clf.posterior_.converged
+    assert_allclose(np.r_[clf.intercept_, clf.coef_[0]], q.mean, rtol=1e-12, atol=1e-14)
+    assert_allclose(clf.coef_cov_, q.cov, rtol=1e-12)
+    assert clf.n_iter_ == q.n_iter and clf.prior_precision_ == lam
+    # log_evidence_ is the bound with a flat prior of unit density on the intercept: the
+    # limit of the bound under N(0, 1/eps) on it plus (1/2) log(2 pi / eps)
+    for eps in (1e-6, 1e-8):
+        proper = vi_logistic(X1, y, np.r_[eps, np.full(3, lam)]).elbo
+        assert_allclose(clf.log_evidence_, proper + 0.5 * np.log(2 * np.pi / eps), rtol=0,
+                        atol=500 * eps + 1e-8)
+    # the predictive is chapter 6's, over the Gaussian q
+    X_new = np.random.default_rng(1).normal(X.mean(0), X.std(0), size=(20, X.shape[1]))
+    mean, var = add_intercept(X_new) @ q.mean, np.einsum("ij,jk,ik->i", add_intercept(X_new), q.cov,
+                                                         add_intercept(X_new))
+    for method in ("quadrature", "probit"):
+        proba = clf.set_params(predict_method=method).predict_proba(X_new)[:, 1]
+        assert_allclose(proba, expected_sigmoid(mean, var, method=method), rtol=0, atol=1e-12)
+    assert "Jaakkola-Jordan" in clf.summary() and "ELBO" in clf.summary()
+    # without an intercept: vi_logistic with the prior on every weight, its elbo
+    plain = BayesianLogisticRegression(lam, fit_intercept=False, inference="vi").fit(X1, y)
+    q = vi_logistic(X1, y, lam)
+    assert_allclose(plain.coef_[0], q.mean, rtol=1e-12, atol=1e-14)
+    assert_allclose(plain.log_evidence_, q.elbo, rtol=1e-13)
+
+
+@pytest.mark.parametrize("lam", [1e-2, 0.3, 7.0])
+def test_vi_bound_is_below_the_evidence(spector, lam):
+    # the ELBO bounds log p(y | X) from below: against the importance-sampling evidence
+    # (a proper prior on every weight; with the flat intercept as the limit of N(0, 1/eps))
+    X, y = spector
+    X1 = add_intercept(X)
+    plain = BayesianLogisticRegression(lam, fit_intercept=False, inference="vi").fit(X1, y)
+    exact, se = log_evidence_is(X1, y, lam, n_samples=50_000)
+    assert plain.log_evidence_ < exact - 5 * se
+    clf = BayesianLogisticRegression(lam, inference="vi").fit(X, y)
+    eps = 1e-8
+    exact, se = log_evidence_is(X1, y, np.r_[eps, np.full(3, lam)], n_samples=50_000)
+    assert clf.log_evidence_ < exact + 0.5 * np.log(2 * np.pi / eps) - 5 * se
+    # and, on these data, below the Laplace estimate too
+    assert clf.log_evidence_ < BayesianLogisticRegression(lam).fit(X, y).log_evidence_
+
+
+def test_vi_evidence_lambda_maximises_the_bound(spector, gaussians):
+    for X, y in (spector, gaussians):
+        clf = BayesianLogisticRegression(inference="vi").fit(X, y)
+        lam = clf.prior_precision_
+        X1 = add_intercept(X)
+
+        def bound(t, X1=X1, y=y):
+            return _vi_logistic(X1, y, np.r_[0.0, np.full(X1.shape[1] - 1, np.exp(t))], 2000, 1e-13)[1]
+
+        t, h = np.log(lam), 1e-3
+        up, mid, down = bound(t + h), bound(t), bound(t - h)
+        assert_allclose(mid, clf.log_evidence_, rtol=0, atol=1e-9)
+        slope, curvature = (up - down) / (2 * h), (up - 2 * mid + down) / h**2
+        assert curvature < 0 and abs(slope) < 1e-5 * max(1.0, abs(curvature))
+        assert mid > max(bound(t + 0.1), bound(t - 0.1))
+        # the bound's lambda is close to the Laplace evidence's on these data
+        laplace = BayesianLogisticRegression().fit(X, y)
+        assert abs(np.log(lam / laplace.prior_precision_)) < 0.5
+        assert clf.log_evidence_ < laplace.log_evidence_ + 1e-9
+
+
 def test_credible_interval_and_summary(spector):
     X, y = spector
     df = pd.DataFrame(X, columns=["GPA", "TUCE", "PSI"])
@@ -196,7 +270,7 @@ def test_not_fitted_and_bad_input(spector):
         BayesianLogisticRegression("mackay").fit(X, y)
     with pytest.raises(ValueError, match=r"prior_precision must be >= 0, got -1"):
         BayesianLogisticRegression(-1.0).fit(X, y)
-    with pytest.raises(ValueError, match=r"inference must be one of \('laplace', 'gibbs'\), got 'nuts'"):
+    with pytest.raises(ValueError, match=r"inference must be one of \('laplace', 'gibbs', 'vi'\), got 'nuts'"):
         BayesianLogisticRegression(inference="nuts").fit(X, y)
     with pytest.raises(ValueError, match=r"predict_method must be one of"):
         BayesianLogisticRegression(predict_method="exact").fit(X, y)
