@@ -1,4 +1,4 @@
-"""What blrlib's scikit-learn estimators share: binary labels and random states.
+"""What blrlib's scikit-learn estimators share: class labels and random states.
 
 Imported only by :mod:`blrlib.bayesian_logistic` and :mod:`blrlib.gp_classifier`, which
 need scikit-learn (the optional extra ``blrlib[sklearn]``); the functional API never
@@ -36,6 +36,21 @@ def binary_targets(name, y, allow_one_class=False):
             )
         return classes, np.ones(codes.shape[0])
     return classes, codes.astype(float)
+
+
+def class_targets(name, y, allow_one_class=False):
+    """``classes_`` and the labels coded 0..K-1 (``classes_[k]`` is the class coded k).
+
+    Any labels scikit-learn's classifiers accept (strings, integers, booleans), two or
+    more classes; continuous and multi-output targets are a ``ValueError``.  One class is a
+    ``ValueError`` unless ``allow_one_class``; then it is coded 1 (as :func:`binary_targets`).
+    For two classes the codes equal :func:`binary_targets`'.
+    """
+    check_classification_targets(y)
+    classes, codes = np.unique(y, return_inverse=True)
+    if classes.size == 1:
+        return binary_targets(name, y, allow_one_class)
+    return classes, codes.astype(np.intp)
 
 
 def as_generator(random_state, name="random_state"):

@@ -208,12 +208,21 @@ def maximize_evidence(X, y, prior_precision=1.0, *, max_iter=100, tol=1e-8):
     return _maximize_evidence(X, y, lam0, max_iter, tol)
 
 
-def _maximize_evidence(X, y, lam0, max_iter, tol, penalised=None, stacklevel=3):
-    """The search of :func:`maximize_evidence` on validated input; ``penalised`` as in
-    :func:`_evidence_and_gradient`."""
+def _maximize_evidence(X, y, lam0, max_iter, tol, penalised=None, stacklevel=3, search=None,
+                       what=("maximize_evidence", "the Laplace log evidence", "Laplace fits")):
+    r"""The search of :func:`maximize_evidence` on validated input; ``penalised`` as in
+    :func:`_evidence_and_gradient`.
+
+    ``search`` replaces the Laplace evaluations by another objective of :math:`\lambda`
+    with the same interface as :class:`_Search` (``evaluate(t)`` returning the derivative
+    in :math:`t = \log\lambda`, ``last_two``, ``current``, ``n_iter``, ``history``);
+    ``what`` names the caller, the objective and its evaluations in the warnings.
+    """
     rho = max(np.linalg.norm(X, 2) ** 2 / 4.0, np.finfo(float).tiny)
     t_min, t_max = np.log(rho) - _SPAN, np.log(rho) + _SPAN
-    search = _Search(X, y, np.zeros(X.shape[1]), penalised)
+    caller, objective, evaluations = what
+    if search is None:
+        search = _Search(X, y, np.zeros(X.shape[1]), penalised)
     t = float(np.clip(np.log(lam0), t_min, t_max))
     h = search.evaluate(t)
     converged, at_bound = h == 0.0, None
@@ -253,7 +262,7 @@ def _maximize_evidence(X, y, lam0, max_iter, tol, penalised=None, stacklevel=3):
         converged = h == 0.0 or abs(candidate - t_b) <= tol or abs(hi - lo) <= tol
     if at_bound is not None:
         warnings.warn(
-            f"maximize_evidence: the Laplace log evidence still increases as lambda -> {at_bound} "
+            f"{caller}: {objective} still increases as lambda -> {at_bound} "
             f"(stopped at the end of the search range, lambda = {np.exp(t):.3g}). "
             + (
                 "As lambda grows the mode tends to w = 0 and the evidence to that of a model "
@@ -267,7 +276,7 @@ def _maximize_evidence(X, y, lam0, max_iter, tol, penalised=None, stacklevel=3):
         )
     elif not converged:
         warnings.warn(
-            f"maximize_evidence did not converge in max_iter={max_iter} Laplace fits "
+            f"{caller} did not converge in max_iter={max_iter} {evaluations} "
             f"(bracket for log lambda: [{min(lo, hi) if lo is not None and hi is not None else t:.6g}, "
             f"{max(lo, hi) if lo is not None and hi is not None else t:.6g}]); increase max_iter.",
             ConvergenceWarning,

@@ -17,7 +17,7 @@ import numpy as np
 from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from ._sklearn import as_generator, binary_targets
+from ._sklearn import as_generator, class_targets
 from ._validation import check_int, check_positive
 from .gp_ep import gpc_ep
 from .gp_hyperparameters import (
@@ -29,14 +29,20 @@ from .gp_hyperparameters import (
     _warn_at_bounds,
 )
 from .gp_laplace import gpc_laplace
+from .gp_multiclass import _latent_moments as _multiclass_moments
+from .gp_multiclass import gpc_laplace_multiclass, gpc_predict_multiclass
 from .gp_predict import _check_method, gpc_predict
 from .kernels import _squared_distances, rbf_kernel
 from .optimize import ConvergenceWarning
+from .softmax_posterior import _probit as _softmax_probit
+from .softmax_regression import _log_softmax
 
 __all__ = ["GPClassifier"]
 
 _AUTO_BOUNDS = (1e-5, 1e5)  # lengthscale_bounds="auto": these times the median distance
 _NOT_FITTED = "This %(name)s instance is not fitted yet; call fit(X, y) first"
+_MULTICLASS_INFERENCE = ("laplace",)  # the inference methods with a K-class version
+_MC_DRAWS = 10_000  # Monte Carlo draws per test point for K > 2 classes
 
 
 def _check_bounds(bounds, name):
@@ -94,13 +100,25 @@ class GPClassifier(ClassifierMixin, BaseEstimator):
     hyperparameters are not learned: the constructor's values are used, with a
     ``ConvergenceWarning`` that says so.
 
+    K > 2 classes (any labels, ``classes_[k]`` coded k; ``inference="laplace"`` only, EP
+    raises a ``ValueError``): C = K latent functions with the same GP prior and the softmax
+    likelihood, fitted by :func:`~blrlib.gpc_laplace_multiclass` (Rasmussen & Williams
+    Alg. 3.3) and predicted by :func:`~blrlib.gpc_predict_multiclass` (Alg. 3.4).  **The
+    hyperparameters are then not learned**: the library has the multi-class marginal
+    likelihood (``log_marginal_likelihood_``) but not its gradient, so ``variance`` and
+    ``lengthscale`` (``"auto"``: the median distance) are used as given, with a
+    ``ConvergenceWarning`` that says so when ``optimize=True`` and a hyperparameter is
+    free (none with ``optimize=False`` or ``"fixed"`` bounds).  Choose them by
+    cross-validation (``GridSearchCV``) or by comparing ``log_marginal_likelihood_``.
+    Two classes keep the binary model above.
+
     Units: with ``lengthscale="auto"`` and ``lengthscale_bounds="auto"`` every length scale
     the search meets is a multiple of the median distance between the training inputs, so
     the predictions do not depend on the units of ``X`` (the same to 1e-6 for ``X`` and
     ``1e8 * X``).  The defaults (start at :math:`\ell = 1`, bounds
     :math:`[10^{-5}, 10^{5}]`) are absolute, as scikit-learn's ``RBF`` kernel's.
 
-    Book: chapter 9 (Laplace) and chapter 11 (EP).
+    Book: chapter 9 (Laplace), chapter 11 (EP), chapter 13 (K > 2 classes).
 
     Parameters
     ----------
@@ -110,7 +128,8 @@ class GPClassifier(ClassifierMixin, BaseEstimator):
         :math:`\ell > 0`, likewise; ``"auto"`` is the median distance between (up to 500 of)
         the training points.
     inference : {"laplace", "ep"}, default "laplace"
-        The approximation of the posterior and of the marginal likelihood.
+        The approximation of the posterior and of the marginal likelihood (``"laplace"``
+        only for K > 2 classes).
     optimize : bool, default True
         Learn the hyperparameters; ``False`` keeps the constructor's values.
     n_restarts : int, default 2
@@ -120,7 +139,9 @@ class GPClassifier(ClassifierMixin, BaseEstimator):
     random_state : None, int, numpy.random.Generator or RandomState, default 0
         The source of the restarts' starting points.
     predict_method : {"quadrature", "probit", "mc", "plugin"}, default "quadrature"
-        How :meth:`predict_proba` averages the sigmoid (see :func:`~blrlib.gpc_predict`).
+        How :meth:`predict_proba` averages the sigmoid (see :func:`~blrlib.gpc_predict`);
+        for K > 2 classes ``"quadrature"`` and ``"mc"`` are Monte Carlo over 10,000 draws
+        (see :meth:`predict_proba`).
     variance_bounds : (float, float) or "fixed", default (1e-5, 1e5)
         Bounds of the search; ``"fixed"`` (or equal bounds) holds :math:`\sigma_f^2` at
         ``variance`` (at the bound, for equal bounds), without bound warnings.
@@ -138,16 +159,16 @@ class GPClassifier(ClassifierMixin, BaseEstimator):
         The hyperparameters used for prediction.
     log_marginal_likelihood_ : float
         The approximate log marginal likelihood at those hyperparameters.
-    posterior_ : GPCLaplace or GPCEP
-        The approximation at the training inputs.
+    posterior_ : GPCLaplace, GPCEP or GPCLaplaceMulticlass
+        The approximation at the training inputs (the last for K > 2 classes).
     X_train_ : ndarray of shape (n, d)
-    classes_ : ndarray of shape (2,) (or (1,) for one class)
+    classes_ : ndarray of shape (K,) (K = 2, or 1 for one class, or more)
     n_features_in_ : int
     feature_names_in_ : ndarray of str
         When ``X`` has string column names (a DataFrame).
     n_iter_ : int
         Evaluations of the marginal likelihood (each one a mode search or an EP run) made by
-        the hyperparameter search, plus the final fit (1 without a search).
+        the hyperparameter search, plus the final fit (1 without a search, and for K > 2).
     optimize_results_ : list of scipy.optimize.OptimizeResult
         One per starting point (empty when nothing is learned).
 
@@ -190,7 +211,8 @@ class GPClassifier(ClassifierMixin, BaseEstimator):
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
-        tags.classifier_tags.multi_class = False
+        # K > 2 classes: RW Alg. 3.3 and 3.4, for the inference methods that have them
+        tags.classifier_tags.multi_class = self.inference in _MULTICLASS_INFERENCE
         return tags
 
     # -- fitting --------------------------------------------------------------
@@ -230,11 +252,18 @@ class GPClassifier(ClassifierMixin, BaseEstimator):
         Parameters
         ----------
         X : array_like of shape (n, d)
-        y : array_like of shape (n,), at most two distinct labels of any type
+        y : array_like of shape (n,), labels of any type (one class, two, or more)
         """
         variance, n_restarts, rng, max_iter, tol = self._validated_params()
         X, y = validate_data(self, X, y, dtype=np.float64)
-        self.classes_, y = binary_targets("GPClassifier", y, allow_one_class=True)
+        classes, y = class_targets("GPClassifier", y, allow_one_class=True)
+        if classes.size > 2 and self.inference not in _MULTICLASS_INFERENCE:
+            raise ValueError(
+                f"Only binary classification is supported by GPClassifier(inference={self.inference!r}); "
+                f"y has {classes.size} classes {classes[:6].tolist()}{' ...' if classes.size > 6 else ''}. "
+                f"For K > 2 classes use inference='laplace' (Rasmussen & Williams Alg. 3.3)"
+            )
+        self.classes_ = classes
         D = _squared_distances(X)
         scale = _median_distance(D)
         lengthscale = scale if isinstance(self.lengthscale, str) else float(self.lengthscale)
@@ -242,6 +271,9 @@ class GPClassifier(ClassifierMixin, BaseEstimator):
         self.optimize_results_ = []
         n_evaluations = 0
         best = None
+        if classes.size > 2:
+            return self._fit_multiclass(X, y, variance, lengthscale, free, max_iter, tol)
+        y = y.astype(float)
         if self.optimize and any(free) and self.classes_.size == 1:
             warnings.warn(
                 f"GPClassifier: y has only class {self.classes_.tolist()[0]!r} ({y.shape[0]} labels), and then the "
@@ -266,6 +298,28 @@ class GPClassifier(ClassifierMixin, BaseEstimator):
         self.log_marginal_likelihood_ = self.posterior_.log_marginal_likelihood
         self.X_train_ = X
         self.n_iter_ = n_evaluations + 1
+        return self
+
+    def _fit_multiclass(self, X, y, variance, lengthscale, free, max_iter, tol):
+        """K > 2 classes: RW Alg. 3.3 at the given hyperparameters (no gradient of the
+        multi-class marginal likelihood exists in the library, so they are not learned)."""
+        if self.optimize and any(free):
+            warnings.warn(
+                f"GPClassifier: with {self.classes_.size} classes the hyperparameters are not learned "
+                f"(the library has no gradient of the multi-class marginal likelihood); "
+                f"variance={variance:g} and lengthscale={lengthscale:g} are used. Choose them by "
+                f"cross-validation (GridSearchCV) or log_marginal_likelihood_, start from "
+                f'lengthscale="auto", or pass optimize=False to silence this warning',
+                ConvergenceWarning,
+                stacklevel=3,
+            )
+        K = rbf_kernel(X, variance=variance, lengthscale=lengthscale)
+        self.posterior_ = gpc_laplace_multiclass(K, y, max_iter=max_iter, tol=tol)
+        self.variance_ = variance
+        self.lengthscale_ = lengthscale
+        self.log_marginal_likelihood_ = self.posterior_.log_marginal_likelihood
+        self.X_train_ = X
+        self.n_iter_ = 1
         return self
 
     def _warn_if_stuck(self, D, y, best, free, max_iter, tol, scale):
@@ -298,23 +352,53 @@ class GPClassifier(ClassifierMixin, BaseEstimator):
         K_star = rbf_kernel(X, self.X_train_, variance=self.variance_, lengthscale=self.lengthscale_)
         return gpc_predict(self.posterior_, K_star, np.full(X.shape[0], self.variance_), self.predict_method)
 
+    def _multiclass_moments(self, X):
+        check_is_fitted(self, msg=_NOT_FITTED)
+        X = validate_data(self, X, dtype=np.float64, reset=False)
+        K_star = rbf_kernel(X, self.X_train_, variance=self.variance_, lengthscale=self.lengthscale_)
+        return K_star, np.full(X.shape[0], self.variance_)
+
     def predict_proba(self, X):
-        """Class probabilities, shape (m, 2), columns in the order of ``classes_``: :math:`p(y=0)` and
-        :math:`p(y=1)` for the labels coded 0 and 1 (one column of ones after one class)."""
+        r"""Class probabilities, shape (m, K), columns in the order of ``classes_``: :math:`p(y=0)` and
+        :math:`p(y=1)` for the labels coded 0 and 1 (one column of ones after one class).
+
+        K > 2 classes (GPML Alg. 3.4): ``predict_method`` ``"quadrature"`` (the default; no
+        K-dimensional quadrature exists) and ``"mc"`` average the softmax over 10,000 draws
+        of the latent Gaussian (:func:`~blrlib.gpc_predict_multiclass`, seeded by
+        ``random_state``), ``"probit"`` scales each class's latent mean by
+        :math:`\kappa` of its variance, ``"plugin"`` is the softmax of the latent mean."""
+        check_is_fitted(self, msg=_NOT_FITTED)
+        if self.classes_.size > 2:
+            K_star, k_star_star = self._multiclass_moments(X)
+            if self.predict_method in ("quadrature", "mc"):
+                return gpc_predict_multiclass(self.posterior_, K_star, k_star_star, n_samples=_MC_DRAWS,
+                                              rng=as_generator(self.random_state)).prob
+            mean, cov = _multiclass_moments(self.posterior_, K_star, k_star_star)
+            if self.predict_method == "probit":
+                return _softmax_probit(mean, cov)
+            return np.exp(_log_softmax(mean))
         p = self._prediction(X).prob
         if self.classes_.size == 1:
             return np.ones((p.shape[0], 1))
         return np.column_stack([1.0 - p, p])
 
     def predict(self, X):
-        """Labels: ``classes_[1]`` where the latent mean is positive (where its probability exceeds 1/2)."""
+        """Labels: ``classes_[1]`` where the latent mean is positive (where its probability exceeds 1/2);
+        for K > 2 classes the class of largest predictive probability."""
+        check_is_fitted(self, msg=_NOT_FITTED)
+        if self.classes_.size > 2:
+            return self.classes_[np.argmax(self.predict_proba(X), axis=1)]
         positive = self._prediction(X).mean > 0
         if self.classes_.size == 1:
             return np.full(positive.shape[0], self.classes_[0])
         return self.classes_[positive.astype(int)]
 
     def latent_mean_and_variance(self, X):
-        """Mean and variance of the latent function at ``X`` (GPML Alg. 3.2 / 3.6)."""
+        """Mean and variance of the latent function at ``X`` (GPML Alg. 3.2 / 3.6); for K > 2
+        classes the mean (m, K) and the covariance (m, K, K) of the K latent values (Alg. 3.4)."""
+        check_is_fitted(self, msg=_NOT_FITTED)
+        if self.classes_.size > 2:
+            return _multiclass_moments(self.posterior_, *self._multiclass_moments(X))
         pred = self._prediction(X)
         return pred.mean, pred.var
 

@@ -44,6 +44,7 @@ from scipy.special import log_expit
 
 from ._anderson import Anderson
 from ._validation import as_labels, as_matrix, as_prior_precision, check_int, check_positive
+from .evidence import _maximize_evidence
 from .logistic import _weighted_gram
 from .optimize import ConvergenceWarning
 
@@ -79,7 +80,9 @@ class VariationalPosterior:
         Whether the stopping rule was met within ``max_iter`` iterations.
     history : ndarray of shape (n_iter,)
         The bound after each iteration; never decreases.  With zero prior precisions it
-        is the bound against a flat prior of unit density on those weights.
+        is the bound against a flat prior of unit density on those weights (the limit of
+        the bound under :math:`\mathcal N(0, \varepsilon^{-1})` on each such weight plus
+        :math:`\frac12 \log(2\pi/\varepsilon)`, as :math:`\varepsilon \to 0`).
     prior_precision : float or ndarray of shape (d,)
     """
 
@@ -156,7 +159,8 @@ def _evaluate(X, b, lam, log_det_prior, xi):
     r"""q, the bound and the next xi at :math:`\boldsymbol\xi`.
 
     ``b`` is :math:`X^\top(\mathbf y - \frac12)`, ``log_det_prior`` is
-    :math:`\sum_j \log\lambda_j` over the positive prior precisions.
+    :math:`\sum_j \log\lambda_j` over the positive prior precisions plus
+    :math:`\log 2\pi` for each zero one (see :func:`_fit`).
     """
     d = X.shape[1]
     lam_xi, terms = _tangent_pieces(xi)
@@ -175,13 +179,22 @@ def _evaluate(X, b, lam, log_det_prior, xi):
     return _Bound(xi=xi, mean=m, chol=R, bound=bound, xi_next=np.sqrt(np.maximum(second, 0.0)))
 
 
-def _fit(X, y, lam, max_iter, tol, accelerate=True):
-    """The EM iteration of the bound from xi = 0, optionally Anderson-accelerated."""
+def _fit(X, y, lam, max_iter, tol, accelerate=True, xi0=None):
+    r"""The EM iteration of the bound from xi = 0 (or ``xi0``), optionally Anderson-accelerated.
+
+    A zero prior precision is a flat prior of unit density on its weight: the Gaussian
+    integral over that weight is not cancelled by a prior normaliser and contributes
+    :math:`\frac12 \log 2\pi` to the bound (the limit of the bound under a prior
+    :math:`\mathcal N(0, \varepsilon^{-1})` plus :math:`\frac12 \log(2\pi/\varepsilon)`,
+    as :math:`\varepsilon \to 0`; the convention of the estimators' evidence).
+    """
     d = X.shape[1]
     lam_vec = np.broadcast_to(np.asarray(lam, dtype=float), (d,))
-    log_det_prior = float(np.sum(np.log(lam_vec[lam_vec > 0])))
+    n_free = int(np.sum(lam_vec == 0))
+    log_det_prior = float(np.sum(np.log(lam_vec[lam_vec > 0]))) + n_free * np.log(2.0 * np.pi)
     b = X.T @ (y - 0.5)
-    cur = _evaluate(X, b, lam_vec, log_det_prior, np.zeros(X.shape[0]))
+    start = np.zeros(X.shape[0]) if xi0 is None else np.abs(xi0)
+    cur = _evaluate(X, b, lam_vec, log_det_prior, start)
     anderson = Anderson(_MEMORY)
     history, converged, n_iter = [], False, 0
     for n_iter in range(1, max_iter + 1):
@@ -267,17 +280,25 @@ def vi_logistic(X, y, prior_precision, *, max_iter=500, tol=1e-10):
     lam = as_prior_precision(prior_precision, d)
     max_iter = check_int(max_iter, "max_iter")
     tol = check_positive(tol, "tol")
-    cur, n_iter, converged, history = _fit(X, y, lam, max_iter, tol)
+    return _vi_logistic(X, y, lam, max_iter, tol, stacklevel=3)[0]
+
+
+def _vi_logistic(X, y, lam, max_iter, tol, xi0=None, stacklevel=2, name="vi_logistic"):
+    """:func:`vi_logistic` on validated input, warm-started at ``xi0``: the
+    :class:`VariationalPosterior` and the bound at its end (against a flat prior of unit
+    density on the weights of zero precision, where its ``elbo`` is ``-inf``)."""
+    d = X.shape[1]
+    cur, n_iter, converged, history = _fit(X, y, lam, max_iter, tol, xi0=xi0)
     if not converged:
         warnings.warn(
-            f"vi_logistic: the bound did not converge in max_iter={max_iter} iterations; "
+            f"{name}: the bound did not converge in max_iter={max_iter} iterations; "
             f"increase max_iter (data the classes nearly separate need a proper prior)",
             ConvergenceWarning,
-            stacklevel=2,
+            stacklevel=stacklevel,
         )
     cov = cho_solve((cur.chol, True), np.eye(d), check_finite=False)
     improper = np.any(np.asarray(lam) == 0)
-    return VariationalPosterior(
+    post = VariationalPosterior(
         mean=cur.mean,
         cov=0.5 * (cov + cov.T),
         xi=cur.xi,
@@ -287,3 +308,71 @@ def vi_logistic(X, y, prior_precision, *, max_iter=500, tol=1e-10):
         history=history,
         prior_precision=lam,
     )
+    return post, float(cur.bound)
+
+
+class _BoundSearch:
+    r"""The bound as a function of :math:`t = \log\lambda`, for the search of
+    :func:`blrlib.evidence._maximize_evidence` (the interface of its ``_Search``).
+
+    :math:`\lambda` is the precision of the weights that ``penalised`` marks (the others
+    have a flat prior of unit density).  The profile
+    :math:`\mathcal L^*(\lambda) = \max_{\boldsymbol\xi} \mathcal L(\boldsymbol\xi, \lambda)`
+    has, by the envelope theorem, the derivative of the bound at the optimal
+    :math:`\boldsymbol\xi`, where the bound is
+    :math:`\log \int h(\mathbf w, \boldsymbol\xi)\, p(\mathbf w \mid \lambda)\, d\mathbf w`
+    and its derivative the average of :math:`\partial_\lambda \log p(\mathbf w \mid \lambda)`
+    under :math:`q`:
+
+    .. math:: \frac{d\mathcal L^*}{d\log\lambda} = \frac{d_P}{2}
+              - \frac\lambda2 \bigl(\|\mathbf m_P\|^2 + \operatorname{tr} S_{PP}\bigr)
+
+    with :math:`d_P` penalised weights.  Each evaluation is one run of the EM iteration,
+    warm-started at the previous :math:`\boldsymbol\xi`.
+    """
+
+    def __init__(self, X, y, penalised, max_iter, tol, name):
+        self.X, self.y = X, y
+        self.P = np.asarray(penalised, dtype=bool)
+        self.max_iter, self.tol, self.name = max_iter, tol, name
+        self.xi = None
+        self.points, self.history = [], []
+        self.current = None
+
+    @property
+    def n_iter(self):
+        return len(self.history)
+
+    def evaluate(self, t):
+        lam = float(np.exp(t))
+        post, bound = _vi_logistic(self.X, self.y, np.where(self.P, lam, 0.0), self.max_iter, self.tol,
+                                   xi0=self.xi, stacklevel=5, name=self.name)
+        self.xi = post.xi
+        m, S = post.mean[self.P], post.cov[np.ix_(self.P, self.P)]
+        h = 0.5 * float(np.sum(self.P)) - 0.5 * lam * (float(m @ m) + float(np.trace(S)))
+        if self.points:
+            self.history.append(bound)
+        self.points.append((t, h))
+        self.current = (lam, (post, bound))
+        return h
+
+    def last_two(self):
+        (t_a, h_a), (t_b, h_b) = self.points[-2:]
+        return t_a, h_a, t_b, h_b
+
+
+def _maximize_bound(X, y, penalised, lam0, max_iter, tol, vi_max_iter, vi_tol, stacklevel=3,
+                    name="vi_logistic"):
+    r"""The scalar :math:`\lambda` on the weights ``penalised`` marks that maximises the
+    Jaakkola-Jordan bound (maximised over :math:`\boldsymbol\xi` at each :math:`\lambda`).
+
+    The search of :func:`~blrlib.maximize_evidence` (doubling steps uphill in
+    :math:`\log\lambda`, then secant steps and bisection on the derivative of
+    :class:`_BoundSearch`), to ``tol`` in :math:`\log\lambda`.  Returns
+    ``(lam, VariationalPosterior, bound, n_evaluations, converged)``.
+    """
+    search = _BoundSearch(X, y, penalised, vi_max_iter, vi_tol, name)
+    fit = _maximize_evidence(X, y, lam0, max_iter, tol, stacklevel=stacklevel + 1, search=search,
+                             what=(name, "the Jaakkola-Jordan bound", "variational fits"))
+    post, bound = fit.posterior
+    return fit.prior_precision, post, bound, fit.n_iter, fit.converged

@@ -22,8 +22,10 @@ from blrlib import (
     expected_sigmoid,
     gpc_ep,
     gpc_laplace,
+    gpc_laplace_multiclass,
     gpc_log_marginal_likelihood,
     gpc_predict,
+    gpc_predict_multiclass,
     rbf_kernel,
 )
 from blrlib.gp_hyperparameters import _warn_at_bounds
@@ -226,8 +228,9 @@ Y3 = np.array([0, 1, 1])
          r"variance_bounds must be a pair \(low, high\) or \"fixed\""),
         # scikit-learn's validation since issue 17: its messages, NotFittedError (an AttributeError)
         (lambda: GPClassifier().fit(np.ones((3, 1)), [0.5, 1.5, 0.2]), ValueError, r"Unknown label type"),
-        (lambda: GPClassifier().fit(np.ones((3, 1)), [0, 1, 2]), ValueError,
-         r"Only binary classification is supported. GPClassifier models two classes; y has 3 classes"),
+        (lambda: GPClassifier(inference="ep").fit(np.ones((3, 1)), [0, 1, 2]), ValueError,
+         (r"Only binary classification is supported by GPClassifier\(inference='ep'\); y has 3 classes "
+          r"\[0, 1, 2\]. For K > 2 classes use inference='laplace'")),
         (lambda: GPClassifier().fit(np.ones(3), Y3), ValueError, r"Expected 2D array, got 1D array"),
         (lambda: GPClassifier().fit(np.ones((3, 1)) * 1j, Y3), ValueError, r"Complex data not supported"),
         (lambda: GPClassifier().predict(np.ones((3, 1))), NotFittedError, r"not fitted yet; call fit\(X, y\) first"),
@@ -367,3 +370,72 @@ def test_warns_when_the_search_does_not_move(small_moons):
         ref = GPClassifier(n_restarts=0).fit(X, y)
         again = GPClassifier(ref.variance_, ref.lengthscale_, n_restarts=0).fit(X, y)
     assert_allclose(again.log_marginal_likelihood_, ref.log_marginal_likelihood_, atol=1e-8)
+
+
+# --- K > 2 classes (issue 19): RW Alg. 3.3 and 3.4 ---------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def three_blobs():
+    rng = np.random.default_rng(7)
+    centres = np.array([[-1.5, 0.0], [1.5, 0.0], [0.0, 2.0]])
+    y = np.repeat([0, 1, 2], 25)
+    return centres[y] + rng.normal(scale=0.9, size=(75, 2)), y
+
+
+@pytest.mark.parametrize("variance, lengthscale", [(1.0, 1.0), (4.0, 0.5), (20.0, 3.0)])
+def test_multiclass_is_gpc_laplace_multiclass(three_blobs, variance, lengthscale):
+    X, y = three_blobs
+    labels = np.array(["a", "b", "c"])[y]
+    clf = GPClassifier(variance, lengthscale, optimize=False, random_state=5).fit(X, labels)
+    K = rbf_kernel(X, variance=variance, lengthscale=lengthscale)
+    fit = gpc_laplace_multiclass(K, y)
+    assert clf.classes_.tolist() == ["a", "b", "c"] and clf.n_iter_ == 1
+    assert_allclose(clf.posterior_.f_hat, fit.f_hat, rtol=1e-12, atol=1e-12)
+    assert_allclose(clf.log_marginal_likelihood_, fit.log_marginal_likelihood, rtol=1e-12)
+    X_new = np.random.default_rng(1).normal(scale=2.0, size=(40, 2))
+    K_star = rbf_kernel(X_new, X, variance=variance, lengthscale=lengthscale)
+    pred = gpc_predict_multiclass(fit, K_star, np.full(40, variance), rng=np.random.default_rng(5))
+    proba = clf.predict_proba(X_new)
+    assert_allclose(proba, pred.prob, rtol=0, atol=1e-12)
+    assert_allclose(proba.sum(axis=1), 1.0, rtol=0, atol=1e-12)
+    assert clf.predict(X_new).tolist() == clf.classes_[np.argmax(proba, axis=1)].tolist()
+    mean, cov = clf.latent_mean_and_variance(X_new)
+    assert_allclose(mean, pred.mean, rtol=1e-12, atol=1e-12)
+    assert_allclose(cov, pred.cov, rtol=1e-12, atol=1e-12)
+    # the deterministic predictives: softmax of the mean, and of the means scaled per class
+    kappa = 1 / np.sqrt(1 + np.pi * np.diagonal(cov, axis1=1, axis2=2) / 8)
+    for method, a in (("plugin", mean), ("probit", kappa * mean)):
+        expected = np.exp(a - logsumexp(a, axis=1, keepdims=True))
+        assert_allclose(clf.set_params(predict_method=method).predict_proba(X_new), expected, rtol=1e-12)
+    assert clf.set_params(predict_method="mc").score(X, labels) > 0.8
+
+
+def test_multiclass_hyperparameters_are_fixed_and_say_so(three_blobs):
+    X, y = three_blobs
+    with pytest.warns(ConvergenceWarning, match="with 3 classes the hyperparameters are not learned"):
+        clf = GPClassifier(2.0, "auto").fit(X, y + 10)
+    assert clf.variance_ == 2.0 and clf.optimize_results_ == []
+    D = ((X[:, None, :] - X[None, :, :]) ** 2).sum(-1)
+    assert_allclose(clf.lengthscale_, np.median(np.sqrt(D[np.triu_indices(75, 1)])), rtol=1e-12)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # fixed on purpose: no warning
+        GPClassifier(optimize=False).fit(X, y)
+        GPClassifier(variance_bounds="fixed", lengthscale_bounds="fixed").fit(X, y)
+    # two classes keep the binary model and its hyperparameter search
+    binary = GPClassifier(n_restarts=0).fit(X[y < 2], y[y < 2])
+    assert isinstance(binary.posterior_, GPCLaplace) and binary.n_iter_ > 1
+
+
+def test_multiclass_against_sklearn_one_vs_rest(three_blobs):
+    # the joint softmax model and scikit-learn's one-vs-rest GP classifier at the same kernel
+    # agree on the labels of most held-out points and on the training accuracy
+    X, y = three_blobs
+    rng = np.random.default_rng(3)
+    X_test = rng.normal(scale=1.8, size=(200, 2)) + [0.0, 0.7]
+    ours = GPClassifier(4.0, 1.0, optimize=False).fit(X, y)
+    kernel = ConstantKernel(4.0, "fixed") * RBF(1.0, "fixed")
+    theirs = GaussianProcessClassifier(kernel, optimizer=None).fit(X, y)
+    agree = np.mean(ours.predict(X_test) == theirs.predict(X_test))
+    assert agree > 0.9
+    assert abs(ours.score(X, y) - theirs.score(X, y)) < 0.05

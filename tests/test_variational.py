@@ -312,6 +312,48 @@ def test_flat_prior_entry_gives_minus_infinity_and_a_finite_history():
     assert q.converged and np.all(np.isfinite(q.mean))
 
 
+@pytest.mark.parametrize("free", [[0], [1], [0, 1]])
+def test_flat_prior_entry_is_the_limit_of_a_proper_prior(free):
+    # a zero precision is a flat prior of unit density: the bound under N(0, 1/eps) on
+    # those weights plus (1/2) log(2 pi / eps) each tends to the flat bound as eps -> 0,
+    # and q (mean, cov) to the flat one
+    X, y = two_d_data(40)
+    lam = np.array([0.7, 1.3])
+    flat = lam.copy()
+    flat[free] = 0.0
+    post, bound = vi._vi_logistic(X, y, flat, 500, 1e-12)
+    assert post.converged and post.elbo == -np.inf and post.history[-1] == bound
+    for eps in (1e-6, 1e-8, 1e-10):
+        proper = lam.copy()
+        proper[free] = eps
+        q = vi_logistic(X, y, proper, tol=1e-12)
+        limit = q.elbo + 0.5 * len(free) * np.log(2.0 * np.pi / eps)
+        assert abs(limit - bound) < 100 * eps + 1e-9
+        assert_allclose(q.mean, post.mean, atol=1e3 * eps + 1e-9)
+        assert_allclose(q.cov, post.cov, atol=1e3 * eps + 1e-9)
+    # q with the flat entry is Bishop's update with that prior precision 0
+    lam_xi = vi._jj_lambda(post.xi)
+    precision = np.diag(flat) + 2 * (X * lam_xi[:, None]).T @ X
+    assert_allclose(post.cov, np.linalg.inv(precision), rtol=1e-9)
+    assert_allclose(post.mean, post.cov @ X.T @ (y - 0.5), rtol=1e-9, atol=1e-12)
+
+
+@pytest.mark.parametrize("scale", [0.03, 1.0, 30.0])
+def test_bound_derivative_in_lambda_is_finite_differences(scale):
+    # the profile bound max_xi L(xi, lambda) over log(lambda), intercept flat: its
+    # derivative (the envelope theorem, _BoundSearch) against central differences
+    X, y = two_d_data(50)
+    X[:, 1:] *= scale
+    P = np.array([False, True])
+    rho = np.linalg.norm(X, 2) ** 2 / 4
+    for t in np.log(rho) + np.array([-6.0, -1.0, 0.0, 2.0]):
+        h = vi._BoundSearch(X, y, P, 2000, 1e-13, "test").evaluate(t)
+        step = 1e-4
+        up = vi._vi_logistic(X, y, np.where(P, np.exp(t + step), 0.0), 2000, 1e-13)[1]
+        down = vi._vi_logistic(X, y, np.where(P, np.exp(t - step), 0.0), 2000, 1e-13)[1]
+        assert_allclose(h, (up - down) / (2 * step), rtol=1e-5, atol=1e-7)
+
+
 def test_not_converging_warns_and_says_so():
     X, y = two_d_data(30)
     with pytest.warns(ConvergenceWarning, match="max_iter=2"):
