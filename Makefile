@@ -15,7 +15,7 @@ XDIST := $(if $(filter 0,$(TEST_JOBS)),,-n $(TEST_JOBS) --dist loadfile)
 export PYTHONHASHSEED := 0
 export PATH := $(CURDIR)/$(BIN):$(PATH)
 
-.PHONY: help book test unit notebooks build-strict site-deps site-test screenshots student grade grade-bench bench lab pdf pdf-test clean python-check
+.PHONY: help book test unit notebooks build-strict site-deps site-test screenshots student grade grade-bench gradescope bench lab pdf pdf-test clean python-check
 
 help:
 	@echo "make book    build the website into _build/html"
@@ -25,6 +25,7 @@ help:
 	@echo "make grade SUBMISSIONS=<folder>   autograde <folder>/<student>/<chapter>.ipynb (sandboxed;"
 	@echo "             GRADE_OPTS=\"--jobs 4 ...\" passes options, see python -m coursework.grade --help)"
 	@echo "make grade-bench  how long grading a class takes on this machine"
+	@echo "make gradescope   the Gradescope autograder zip (CHAPTERS=05_laplace,06_predictive; SANDBOX=require)"
 	@echo "make bench   benchmarks against statsmodels and scikit-learn"
 	@echo "make lab     JupyterLab on the student edition (_build/student); make lab BOOK=1: the book's notebooks"
 	@echo "make pdf     the whole book as one PDF: _build/latex/book.pdf (also put beside the website)"
@@ -102,6 +103,11 @@ grade: $(STAMP)
 # grades COPIES students x every chapter with the instructor's answers; prints the time per notebook
 grade-bench: $(STAMP)
 	$(BIN)/python -m coursework.bench --copies $(or $(COPIES),2) $(GRADE_OPTS)
+
+# the Gradescope autograder bundle: setup.sh, run_autograder, the grader and your answers
+gradescope: $(STAMP)
+	$(BIN)/python -m coursework.gradescope build --out _build/gradescope/autograder.zip \
+		$(if $(CHAPTERS),--chapters $(CHAPTERS)) $(if $(SANDBOX),--sandbox $(SANDBOX))
 
 bench: $(STAMP)
 	$(BIN)/python bench/run.py

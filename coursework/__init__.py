@@ -11,9 +11,15 @@ Modules: :mod:`coursework.book` (the toc, the exercises, the structure checks),
 :mod:`coursework.student` (``make student``), :mod:`coursework.values` (``check_values``:
 encoding in the kernel, defensive decoding and comparison in the grader),
 :mod:`coursework.runner` (runs one notebook cell by cell in a fresh kernel, inside the
-sandbox), :mod:`coursework.sandbox` (the bubblewrap sandbox and the signed results pipe),
+sandbox), :mod:`coursework.sandbox` (the bubblewrap sandbox and the results pipe),
+:mod:`coursework.signing` (the results stream's HMAC signatures),
 :mod:`coursework.cgroup` (a control group per parallel slot: memory and CPU share),
-:mod:`coursework.grade` (``make grade``) and :mod:`coursework.bench` (``make grade-bench``).
+:mod:`coursework.grade` (``make grade``: a grading run's options, state and command line) with
+its parts :mod:`coursework.intake`, :mod:`coursework.sources`, :mod:`coursework.hashing`,
+:mod:`coursework.merging`, :mod:`coursework.scoring`, :mod:`coursework.names`,
+:mod:`coursework.reports` and :mod:`coursework.feedback`,
+:mod:`coursework.gradescope` (``make gradescope``: the Gradescope autograder bundle) and
+:mod:`coursework.bench` (``make grade-bench``).
 Installed with blrlib (``pip install -e .``), so ``python -m coursework.grade`` works from
 anywhere, and the book's Sphinx extension imports it.
 """

@@ -55,11 +55,13 @@ def main(argv=None):
             result = grade.grade_folder(
                 subs,
                 pathlib.Path(tmp) / "grades",
-                args.root,
-                args.toc,
-                sandbox.Limits(),
-                args.jobs,
-                args.unsafe_no_sandbox,
+                grade.Options(
+                    root=args.root,
+                    toc=args.toc,
+                    limits=sandbox.Limits(),
+                    jobs=args.jobs,
+                    unsafe=args.unsafe_no_sandbox,
+                ),
             )
         except grade.GradingError as exc:
             print(f"grading stopped: {exc}", file=sys.stderr)

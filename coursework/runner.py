@@ -39,7 +39,7 @@ from nbclient.exceptions import CellTimeoutError, DeadKernelError
 
 from . import book
 from . import values as cw_values
-from .sandbox import sign
+from .signing import sign
 
 TRUNCATED = "\n[output truncated by the grader]\n"
 SILENT_TIMEOUT = 10.0  # seconds for the runner's own short requests to the kernel

@@ -57,8 +57,6 @@ from __future__ import annotations
 import dataclasses
 import fcntl
 import functools
-import hashlib
-import hmac
 import json
 import os
 import pathlib
@@ -74,6 +72,7 @@ import tempfile
 import time
 
 from . import cgroup
+from .signing import sign, verify  # noqa: F401 - sign: the runner's, verify: the results stream
 
 WORK = "/home/student"  # the notebook's working directory inside the sandbox
 SANDBOX_UID = 65534  # the notebook's uid as it sees it (nobody)
@@ -907,31 +906,6 @@ def _teardown(proc, child_fd):
     proc.wait()
     if proc.stderr:
         proc.stderr.close()
-
-
-def sign(key, seq, text):
-    return hmac.new(key, f"{seq}:".encode() + text, hashlib.sha256).hexdigest()
-
-
-def verify(lines, key):
-    """``(records, problem)``: the records of signed lines ``b"<hmac> <json>"``, in order; the
-    first line that is not exactly the next signed record makes ``problem`` a sentence."""
-    records = []
-    for seq, line in enumerate(lines):
-        mac, _, text = line.partition(b" ")
-        if not hmac.compare_digest(mac, sign(key, seq, text).encode()):
-            return (
-                records,
-                f"the results stream was tampered with (line {seq + 1} is not signed by the runner)",
-            )
-        try:
-            rec = json.loads(text)
-        except (ValueError, RecursionError):
-            return records, f"the results stream has a malformed line {seq + 1}"
-        if not isinstance(rec, dict):
-            return records, f"the results stream has a malformed line {seq + 1}"
-        records.append(rec)
-    return records, None
 
 
 PROBE = r"""
