@@ -314,7 +314,7 @@ def softmax_gradient(w, X, y, prior_precision=0.0):
 
     .. math:: \nabla_W = X^\top (Y - P) - \Lambda W, \qquad P_{nk} = p(y_n = k \mid \mathbf x_n, W)
 
-    Book: chapter 13, equation ``eq-softmax-gradient``.
+    Book: chapter 13, equation ``eq-softmax-loglik``.
 
     Examples
     --------
