@@ -265,7 +265,8 @@ def gpc_laplace_multiclass(K, y, *, max_iter=100, tol=1e-10):
     --------
     >>> from blrlib import rbf_kernel
     >>> X = np.array([[-2.0], [-1.5], [0.0], [0.3], [1.8], [2.0]])
-    >>> fit = gpc_laplace_multiclass(rbf_kernel(X, variance=4.0), np.array([0, 0, 1, 1, 2, 2]))
+    >>> labels = np.array([0, 0, 1, 1, 2, 2])
+    >>> fit = gpc_laplace_multiclass(rbf_kernel(X, variance=4.0), labels)
     >>> fit.converged, fit.f_hat.shape
     (True, (6, 3))
     >>> bool(np.all(fit.f_hat.argmax(axis=1) == [0, 0, 1, 1, 2, 2]))
@@ -349,9 +350,11 @@ def gpc_predict_multiclass(fit, K_star, k_star_star, *, n_samples=10_000, rng=No
     --------
     >>> from blrlib import rbf_kernel
     >>> X = np.array([[-2.0], [-1.5], [0.0], [0.3], [1.8], [2.0]])
-    >>> fit = gpc_laplace_multiclass(rbf_kernel(X, variance=4.0), np.array([0, 0, 1, 1, 2, 2]))
+    >>> labels = np.array([0, 0, 1, 1, 2, 2])
+    >>> fit = gpc_laplace_multiclass(rbf_kernel(X, variance=4.0), labels)
     >>> X_new = np.array([[-2.0], [0.1], [10.0]])
-    >>> pred = gpc_predict_multiclass(fit, rbf_kernel(X_new, X, variance=4.0), np.full(3, 4.0))
+    >>> K_new = rbf_kernel(X_new, X, variance=4.0)
+    >>> pred = gpc_predict_multiclass(fit, K_new, np.full(3, 4.0))
     >>> pred.prob.round(2)  # far from the data (last row): about 1/3 for every class
     array([[0.68, 0.16, 0.16],
            [0.17, 0.66, 0.17],
