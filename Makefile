@@ -19,7 +19,8 @@ export PATH := $(CURDIR)/$(BIN):$(PATH)
 
 help:
 	@echo "make book    build the website into _build/html"
-	@echo "make test    unit tests + doctests, every notebook (nbval), strict book build, browser test"
+	@echo "make test    unit tests + doctests, strict book build (runs every notebook), browser test"
+	@echo "make notebooks  every notebook through nbval (cell by cell; make test runs them in the build)"
 	@echo "make screenshots  whole-page screenshots of every page at 1280 and 390 px (_build/screenshots/)"
 	@echo "make student the student edition of every chapter, in _build/student/"
 	@echo "make grade SUBMISSIONS=<folder>   autograde <folder>/<student>/<chapter>.ipynb (sandboxed;"
@@ -55,9 +56,12 @@ book: $(STAMP)
 # Checks that need a system tool missing here (bubblewrap, Chromium) are skipped, and the last
 # step says so once, with the apt-get line that enables them (tests/_system.py); under CI
 # (.ci/run: BOOK_SYSTEM_REQUIRED=1) such a check fails instead.
+# Every notebook runs once, in the strict build (execute_notebooks: force, raise_on_error:
+# every cell must run and every check cell's assertion hold); make notebooks runs them through
+# nbval instead, in parallel, with a per-cell report.
 test: $(STAMP)
 	@$(BIN)/python tests/_system.py --clear
-	@BOOK_SYSTEM_SUMMARY=make $(MAKE) --no-print-directory unit notebooks build-strict site-test
+	@BOOK_SYSTEM_SUMMARY=make $(MAKE) --no-print-directory unit build-strict site-test
 	@$(BIN)/python tests/_system.py
 
 unit: $(STAMP)
@@ -137,7 +141,21 @@ pdf: $(STAMP)
 	    echo "make pdf needs XeLaTeX and latexmk: apt-get install -y texlive-xetex texlive-latex-extra texlive-fonts-recommended texlive-plain-generic latexmk fonts-freefont-otf fonts-texgyre fonts-texgyre-math"; exit 1; }
 	@# figures at 300 dpi in the PDF: an IPython profile of the build's own (book/_ext/latex)
 	@mkdir -p _build/ipython/profile_default && cp book/_ext/latex/ipython_kernel_config.py _build/ipython/profile_default/
-	IPYTHONDIR=$(CURDIR)/_build/ipython $(BIN)/jupyter-book build . --builder pdflatex
+	@# the LaTeX build keeps its own Sphinx environment (_build/.doctrees-latex): in the shared
+	@# _build/.doctrees an earlier website build counts as up to date, and the PDF was then
+	@# written from the website's doctrees (no figures, equations numbered 1, 2, ...), and the
+	@# other way round; the website's is put back whatever the PDF build's outcome (and at
+	@# the start, if an interrupted PDF build left it aside)
+	@set -e; mkdir -p _build; \
+	if [ -d _build/.doctrees-html ]; then rm -rf _build/.doctrees-latex; \
+	    if [ -d _build/.doctrees ]; then mv _build/.doctrees _build/.doctrees-latex; fi; \
+	    mv _build/.doctrees-html _build/.doctrees; fi; \
+	if [ -d _build/.doctrees ]; then mv _build/.doctrees _build/.doctrees-html; fi; \
+	if [ -d _build/.doctrees-latex ]; then mv _build/.doctrees-latex _build/.doctrees; fi; \
+	status=0; IPYTHONDIR=$(CURDIR)/_build/ipython $(BIN)/jupyter-book build . --builder pdflatex || status=$$?; \
+	if [ -d _build/.doctrees ]; then mv _build/.doctrees _build/.doctrees-latex; fi; \
+	if [ -d _build/.doctrees-html ]; then mv _build/.doctrees-html _build/.doctrees; fi; \
+	exit $$status
 	@mkdir -p _build/html && cp _build/latex/book.pdf _build/html/$(PDF_NAME)
 	@echo "PDF: _build/latex/book.pdf (and _build/html/$(PDF_NAME), the website's download menu)"
 
