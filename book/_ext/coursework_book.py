@@ -465,6 +465,30 @@ class LatexSolutionTitles(SphinxPostTransform):
 TABLE_WRAP_CHARS = 60
 #: no column is given more than this many characters' share (its text wraps instead)
 TABLE_COLUMN_CAP = 36
+#: the text width in characters of the table font, padding included (about 6 pt each on a
+#: 6.3 in line): shares are relative, so a table whose shares add up to more than this would
+#: give a column less room than its longest word (the points table's "Points" header)
+TABLE_LINE_CHARS = 72
+
+
+def column_shares(longest, words):
+    """Relative LaTeX column widths for cells whose longest text is ``longest`` characters and
+    longest word ``words`` characters: in proportion to the text (capped at
+    ``TABLE_COLUMN_CAP``), never narrower than the longest word plus padding.  When the
+    shares exceed the line, the room above each column's longest word is shrunk in proportion
+    (the words themselves cannot wrap), so that a share of one character is one character.
+
+    >>> column_shares([6, 80, 3], [6, 12, 1])
+    [7, 36, 3]
+    >>> column_shares([30, 80, 3, 6], [30, 10, 1, 6])
+    [32, 29, 3, 8]
+    """
+    floor = [max(w + 2, 3) for w in words]
+    want = [max(f, min(n, TABLE_COLUMN_CAP)) for f, n in zip(floor, longest)]
+    if sum(want) <= TABLE_LINE_CHARS or sum(floor) >= TABLE_LINE_CHARS:
+        return [max(w + 1, min(n, TABLE_COLUMN_CAP), 3) for n, w in zip(longest, words)]
+    spare = (TABLE_LINE_CHARS - sum(floor)) / (sum(want) - sum(floor))
+    return [f + round((w - f) * spare) for f, w in zip(floor, want)]
 
 
 class LatexTableColumns(SphinxPostTransform):
@@ -495,8 +519,8 @@ class LatexTableColumns(SphinxPostTransform):
                         col += 1 + entry.get("morecols", 0)
                 if not specs or sum(longest) <= TABLE_WRAP_CHARS:
                     continue
-                for spec, n, w in zip(specs, longest, words):
-                    spec["colwidth"] = max(w + 1, min(n, TABLE_COLUMN_CAP), 3)
+                for spec, share in zip(specs, column_shares(longest, words)):
+                    spec["colwidth"] = share
                 table["classes"] = table.get("classes", []) + ["colwidths-given"]
 
 
