@@ -224,8 +224,9 @@ def _natural_gradient_ascent(marginals_of, s, tau, nu, max_iter, tol):
         if change <= tol:
             return cur, it - 1, True
         nxt = None
-        guess = anderson.step(np.concatenate([cur.tau, cur.nu]), np.concatenate([tau_full, nu_full]))
-        if guess is not anderson.gs[-1]:
+        full = np.concatenate([tau_full, nu_full])
+        guess = anderson.step(np.concatenate([cur.tau, cur.nu]), full)
+        if guess is not full:  # an extrapolation (the first step returns the full step itself)
             trial = _at(marginals_of, s, np.maximum(guess[:n], 0.0), guess[n:])
             if trial.elbo >= cur.elbo:
                 nxt = trial

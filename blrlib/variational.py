@@ -36,7 +36,7 @@ bound still never decreases.
 """
 
 import warnings
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 from scipy.linalg import cho_solve, cholesky
@@ -152,15 +152,17 @@ class _Bound:
     mean: np.ndarray
     chol: np.ndarray  # lower Cholesky factor R of S^-1 = R R^T
     bound: float
-    xi_next: np.ndarray  # sqrt(E_q[(w^T x_n)^2]), the update of xi
+    xi_next: np.ndarray | None  # sqrt(E_q[(w^T x_n)^2]), the update of xi (None: not yet)
 
 
-def _evaluate(X, b, lam, log_det_prior, xi):
-    r"""q, the bound and the next xi at :math:`\boldsymbol\xi`.
+def _evaluate(X, b, lam, log_det_prior, xi, with_next=True):
+    r"""q, the bound and (with ``with_next``) the next xi at :math:`\boldsymbol\xi`.
 
     ``b`` is :math:`X^\top(\mathbf y - \frac12)`, ``log_det_prior`` is
     :math:`\sum_j \log\lambda_j` over the positive prior precisions plus
-    :math:`\log 2\pi` for each zero one (see :func:`_fit`).
+    :math:`\log 2\pi` for each zero one (see :func:`_fit`).  A trial point that may be
+    rejected is evaluated without the next xi (a second pass over the data), which
+    :func:`_with_next` adds once the point is kept.
     """
     d = X.shape[1]
     lam_xi, terms = _tangent_pieces(xi)
@@ -170,13 +172,21 @@ def _evaluate(X, b, lam, log_det_prior, xi):
     m = cho_solve((R, True), b, check_finite=False)  # m = S X^T (y - 1/2)
     half_log_det_P = float(np.sum(np.log(np.diag(R))))
     bound = 0.5 * float(b @ m) - half_log_det_P + 0.5 * log_det_prior + terms
-    # E_q[a_n^2] = x_n^T (S + m m^T) x_n, one block of rows at a time
+    point = _Bound(xi=xi, mean=m, chol=R, bound=bound, xi_next=None)
+    return _with_next(X, point) if with_next else point
+
+
+def _with_next(X, point):
+    r"""``point`` with the EM update :math:`\xi_n = \sqrt{E_q[a_n^2]}`,
+    :math:`E_q[a_n^2] = \mathbf x_n^\top (S + \mathbf m \mathbf m^\top) \mathbf x_n`,
+    computed one block of rows at a time."""
+    d, R, m = X.shape[1], point.chol, point.mean
     M = cho_solve((R, True), np.eye(d), check_finite=False) + np.outer(m, m)
     second = np.empty(X.shape[0])
     for start in range(0, X.shape[0], _ROW_CHUNK):
         block = X[start : start + _ROW_CHUNK]
         second[start : start + _ROW_CHUNK] = np.einsum("ij,ij->i", block @ M, block)
-    return _Bound(xi=xi, mean=m, chol=R, bound=bound, xi_next=np.sqrt(np.maximum(second, 0.0)))
+    return replace(point, xi_next=np.sqrt(np.maximum(second, 0.0)))
 
 
 def _fit(X, y, lam, max_iter, tol, accelerate=True, xi0=None):
@@ -206,9 +216,9 @@ def _fit(X, y, lam, max_iter, tol, accelerate=True, xi0=None):
         if accelerate:
             candidate = anderson.step(cur.xi, g)
             if candidate is not g:  # the bound is even in each xi_n: |candidate| is as good
-                trial = _evaluate(X, b, lam_vec, log_det_prior, np.abs(candidate))
+                trial = _evaluate(X, b, lam_vec, log_det_prior, np.abs(candidate), False)
                 if trial.bound >= cur.bound:
-                    nxt = trial
+                    nxt = _with_next(X, trial)
         if nxt is None:  # the plain EM step, which never lowers the bound
             nxt = _evaluate(X, b, lam_vec, log_det_prior, g)
         # the EM step cannot lower the bound; a value that rounding shows lower than the
