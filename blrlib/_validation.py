@@ -91,22 +91,16 @@ def as_vector(x, name, length=None):
     return arr
 
 
-def as_labels(y, n=None, name="y", against="X"):
-    """Return labels as a float array of 0s and 1s, of length ``n`` if given.
-
-    ``against`` names the array whose ``n`` rows the labels must match (``X``, or
-    ``K`` for a kernel matrix).
-
-    Labels must be in {0, 1}.  Labels in {-1, +1} are rejected with a hint,
-    because silently mapping them would hide a modelling mistake.
-    """
+def _label_vector(y, n, name, against, expected):
+    """``y`` as a finite 1-D float array of ``n`` labels (booleans as 0/1), or a clear error
+    naming ``expected`` (what kind of labels the caller takes)."""
     if isinstance(y, str | bytes):
-        raise TypeError(f"{name} must be an array of 0/1 labels, got a {type(y).__name__}")
+        raise TypeError(f"{name} must be an array of {expected}, got a {type(y).__name__}")
     raw = np.asarray(y)
     if raw.dtype == bool:
         raw = raw.astype(float)
     if raw.dtype.kind not in "biuf":
-        raise TypeError(f"{name} must be an array of 0/1 labels, got {_describe(y)}")
+        raise TypeError(f"{name} must be an array of {expected}, got {_describe(y)}")
     arr = raw.astype(float)
     if arr.ndim != 1:
         raise ValueError(f"{name} must be 1-D with shape (n,), got ndim={arr.ndim} and shape {arr.shape}")
@@ -117,6 +111,19 @@ def as_labels(y, n=None, name="y", against="X"):
         raise ValueError(
             f"{against} and {name} have different lengths: {against} has {n} rows, {name} has {arr.shape[0]} entries"
         )
+    return arr
+
+
+def as_labels(y, n=None, name="y", against="X"):
+    """Return labels as a float array of 0s and 1s, of length ``n`` if given.
+
+    ``against`` names the array whose ``n`` rows the labels must match (``X``, or
+    ``K`` for a kernel matrix).
+
+    Labels must be in {0, 1}.  Labels in {-1, +1} are rejected with a hint,
+    because silently mapping them would hide a modelling mistake.
+    """
+    arr = _label_vector(y, n, name, against, "0/1 labels")
     values = np.unique(arr)
     if not np.all(np.isin(values, (0.0, 1.0))):
         shown = ", ".join(f"{v:g}" for v in values[:6]) + (", ..." if values.size > 6 else "")
@@ -137,23 +144,7 @@ def as_class_labels(y, n=None, name="y", against="X", n_classes=None):
     given (e.g. the columns of a weight matrix) and otherwise one more than the largest
     label.  ``against`` names the array whose ``n`` rows they must match.
     """
-    if isinstance(y, str | bytes):
-        raise TypeError(f"{name} must be an array of class labels 0..K-1, got a {type(y).__name__}")
-    raw = np.asarray(y)
-    if raw.dtype == bool:
-        raw = raw.astype(int)
-    if raw.dtype.kind not in "biuf":
-        raise TypeError(f"{name} must be an array of class labels 0..K-1, got {_describe(y)}")
-    arr = raw.astype(float)
-    if arr.ndim != 1:
-        raise ValueError(f"{name} must be 1-D with shape (n,), got ndim={arr.ndim} and shape {arr.shape}")
-    if arr.shape[0] == 0:
-        raise ValueError(f"{name} is empty: expected at least one label")
-    _check_finite(arr, name)
-    if n is not None and arr.shape[0] != n:
-        raise ValueError(
-            f"{against} and {name} have different lengths: {against} has {n} rows, {name} has {arr.shape[0]} entries"
-        )
+    arr = _label_vector(y, n, name, against, "class labels 0..K-1")
     bad = (arr < 0) | (arr != np.round(arr))
     if np.any(bad):
         values = np.unique(arr[bad])
