@@ -28,6 +28,7 @@ from blrlib import (
     gpc_predict_multiclass,
     rbf_kernel,
 )
+from _helpers import check_multiclass_pipeline
 from blrlib.gp_hyperparameters import _warn_at_bounds
 
 # --- the estimator ---------------------------------------------------------------------------
@@ -329,6 +330,14 @@ def test_pipeline_grid_search_cross_val_calibration_clone(small_moons):
     assert cal.predict_proba(X).shape == (60, 2)
     twin = clone(GPClassifier(3.0, inference="ep"))
     assert twin.get_params()["variance"] == 3.0 and twin.get_params()["inference"] == "ep"
+
+
+def test_multiclass_pipeline_grid_search_cross_val():
+    """K = 3 (iris): the Laplace multi-class classifier (hyperparameters not learned for
+    K > 2, so held fixed and chosen by GridSearchCV) behind a StandardScaler."""
+    clf = GPClassifier(1.0, 1.5, optimize=False)
+    scores = check_multiclass_pipeline(clf, {"lengthscale": [0.5, 1.5]})
+    assert np.mean(scores) > 0.9
 
 
 def test_pandas_feature_names(small_moons):
