@@ -35,7 +35,13 @@ from blrlib.variational import _vi_logistic
 from _helpers import check_multiclass_pipeline
 
 
-@parametrize_with_checks([BayesianLogisticRegression(), BayesianLogisticRegression(inference="vi")])
+@parametrize_with_checks([
+    BayesianLogisticRegression(),
+    BayesianLogisticRegression(inference="vi"),
+    # few draws, to keep the checks fast (about 14 s for its 56 checks)
+    BayesianLogisticRegression(inference="gibbs", n_samples=100, n_warmup=50,
+                               n_chains=2),
+])
 def test_sklearn_estimator_checks(estimator, check):
     with warnings.catch_warnings():
         # the checks' random data often carry no evidence for any weight (or need none):
