@@ -19,7 +19,7 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 
 from ._sklearn import as_generator, class_targets
 from ._validation import check_int, check_positive
-from .gp_ep import gpc_ep
+from .gp_ep import _ep_from
 from .gp_hyperparameters import (
     _DEFAULT_TOL,
     _INFERENCE,
@@ -84,7 +84,9 @@ class GPClassifier(ClassifierMixin, BaseEstimator):
     analytic gradient (:func:`~blrlib.gpc_log_marginal_likelihood`) in
     :math:`(\log\sigma_f^2, \log\ell)`, starting from the constructor's values and from
     ``n_restarts`` further seeded starting points; each inner iteration (Newton's method or
-    EP) is warm-started from the previous one.  A learned hyperparameter that ends on a bound
+    EP) is warm-started from the previous one, EP runs to a tolerance of 1e-6 on the
+    sites during the search, and the final fit (to ``tol``) starts from the sites of the
+    best evaluation.  A learned hyperparameter that ends on a bound
     of its search gets a ``ConvergenceWarning`` that names it, and so does a search that did
     not move from its start because the marginal likelihood is flat there (typically a length
     scale far from the distances between the inputs).  ``*_bounds="fixed"`` holds a
@@ -292,7 +294,8 @@ class GPClassifier(ClassifierMixin, BaseEstimator):
         if self.inference == "laplace":
             self.posterior_ = gpc_laplace(K, y, max_iter, tol, f0=None if best is None else best.f)
         else:
-            self.posterior_ = gpc_ep(K, y, max_sweeps=max_iter, tol=tol)
+            warm = (None, None) if best is None else (best.tau, best.nu)
+            self.posterior_ = _ep_from(K, y, max_iter, tol, *warm)
         self.variance_ = variance
         self.lengthscale_ = lengthscale
         self.log_marginal_likelihood_ = self.posterior_.log_marginal_likelihood

@@ -25,8 +25,9 @@ schedules reach the same fixed point (the tests check it):
 * :func:`_ep_sequential` is Algorithm 3.5 as printed: one site at a time, each update a
   rank-one change of :math:`\Sigma`; :math:`O(n^2)` per site, :math:`O(n^3)` per sweep in
   level-2 BLAS, the readable reference.
-* :func:`_ep_parallel` updates all sites at once from the current marginals (with damping
-  when the updates oscillate).  For n >= 500 it first iterates with
+* :func:`_ep_parallel` updates all sites at once from the current marginals, with
+  Anderson acceleration (and damping where the extrapolation fails).  For n >= 500 it
+  first iterates with
   :math:`K \approx V V^\top + D` (:mod:`blrlib._gp_lowrank`), :math:`O(n r^2)` per sweep,
   and then with the exact :math:`K`, so that the fixed point returned is that of the
   exact algorithm.
@@ -43,6 +44,7 @@ import numpy as np
 from scipy.linalg import solve_triangular
 from scipy.special import expit, log_expit
 
+from ._anderson import Anderson
 from ._gp_linalg import cho_solve_B, cholesky_B, log_det_B, symv
 from ._gp_lowrank import LowRankEPPosterior, pivoted_cholesky
 from ._validation import as_kernel_matrix, as_labels, check_int, check_positive
@@ -74,6 +76,11 @@ _GL_LOG_W = np.log(_GL_W)
 _N_TILTED_NODES = (_N_UNIFORM + _CUTS.size) * _GL_NODES
 # the smallest damping of the parallel updates (see _parallel_sweeps)
 _MIN_DAMPING = 1.0 / 64
+# Anderson acceleration of the parallel sweeps: sweeps remembered, and the growth of the
+# change of the sites (over the smallest so far) at which it is given up for damping
+_ACCELERATE = True
+_MEMORY = 5
+_GIVE_UP = 10.0
 
 
 def _short(v):
@@ -363,24 +370,39 @@ def _ep_sequential(K, y, max_sweeps=100, tol=1e-8):
 
 
 def _parallel_sweeps(marginals_of, s, tau, nu, max_sweeps, tol, lml_old=None):
-    """Parallel EP: every site updated from the same marginals, damped when the updates oscillate.
+    r"""Parallel EP: every site updated from the same marginals, Anderson-accelerated.
 
-    ``marginals_of(tau, nu)`` computes the marginals (dense or low rank).  The update of
-    the sites is taken as a fraction ``damping`` of the full one, in the natural
-    parameters (so site precisions stay >= 0); the fraction shrinks (x 0.6, down to 1/64)
+    ``marginals_of(tau, nu)`` computes the marginals (dense or low rank).  One sweep
+    maps the sites :math:`x = (\tilde{\boldsymbol\tau}, \tilde{\boldsymbol\nu})` to the
+    sites :math:`G(x)` that match the tilted moments of the cavities of :math:`x` (lines
+    5-7 of Alg. 3.5 for all sites at once); EP's fixed point is :math:`x = G(x)`.  The
+    next sites are :math:`G(x)` extrapolated by Anderson acceleration over the last
+    ``_MEMORY`` sweeps (:class:`blrlib._anderson.Anderson`; an extrapolated point with
+    a negative site precision is replaced by :math:`G(x)`, and the extrapolation
+    restarts).
+    Should the extrapolation fail, that is give a cavity without positive precision or
+    a change of the sites ``_GIVE_UP`` times the smallest so far, the iteration goes on
+    without it, damped: the update is a fraction ``damping`` of the full one, in the
+    natural parameters (so site precisions stay >= 0), shrinking (x 0.6, down to 1/64)
     when an update points against the one before (negative cosine: an oscillation) and
-    grows back (x 1.3, up to 1) while they agree (cosine above 1/2).  A step whose
-    marginals give a cavity without positive precision is undone and damped.  Stops when
-    the full update of the sites and the change of the lml are both below ``tol``
-    (relative); ``lml_old`` is the lml of the sweep before (from the low-rank phase).
-    Returns the sites, their marginals, lml, the number of sweeps and whether it stopped so.
+    growing back (x 1.3, up to 1) while they agree (cosine above 1/2); a damped step
+    whose marginals give a cavity without positive precision is undone and halved.
+    Stops when the full update of the sites, :math:`G(x) - x`, and the change of the lml
+    are both below ``tol`` (relative), the same test for both iterations, so they stop
+    at the same fixed point; ``lml_old`` is the lml of the sweep before (from the
+    low-rank phase).  Returns the sites, their marginals, lml, the number of sweeps and
+    whether it stopped so.
     """
     marginals = marginals_of(tau, nu)
     damping, previous, last = 1.0, None, None
+    anderson = Anderson(_MEMORY) if _ACCELERATE else None  # None once given up
+    smallest = np.inf
     for sweep in range(1, max_sweeps + 1):
         cavity_tau, cavity_nu = _cavity(marginals, tau, nu)  # line 5 for all sites
-        if last is not None and not (np.all(cavity_tau > 0) and np.all(np.isfinite(cavity_nu))):
-            damping = max(0.5 * damping, _MIN_DAMPING)  # overshot: back to the last sites, smaller step
+        valid = np.all(cavity_tau > 0) and np.all(np.isfinite(cavity_nu))
+        if last is not None and not valid:
+            anderson = None  # overshot: back to the last sites, a damped step
+            damping = max(0.5 * damping, _MIN_DAMPING)
             tau, nu, marginals, update = last
             tau, nu = tau + damping * update[0], nu + damping * update[1]
             marginals = marginals_of(tau, nu)
@@ -388,19 +410,33 @@ def _parallel_sweeps(marginals_of, s, tau, nu, max_sweeps, tol, lml_old=None):
         site = _tilted_sites(cavity_tau, cavity_nu, s)  # lines 6-7 for all sites
         lml = _log_marginal_likelihood(tau, nu, marginals, cavity_tau, cavity_nu, site.log_Z)
         change = _changes(tau, nu, site.tau, site.nu)
-        if change <= tol and lml_old is not None and abs(lml - lml_old) <= tol * max(1.0, abs(lml)):
+        lml_steady = lml_old is not None and (
+            abs(lml - lml_old) <= tol * max(1.0, abs(lml)))
+        if change <= tol and lml_steady:
             return tau, nu, marginals, lml, sweep, True
+        if anderson is not None and change > _GIVE_UP * smallest:
+            anderson = None  # the extrapolation diverges: damped sweeps from here
+        smallest = min(smallest, change)
         update = (site.tau - tau, site.nu - nu)
-        if previous is not None:
+        if anderson is None and previous is not None:
             flat, flat_prev = np.concatenate(update), np.concatenate(previous)
-            cosine = (flat @ flat_prev) / (np.linalg.norm(flat) * np.linalg.norm(flat_prev) + 1e-300)
+            norms = np.linalg.norm(flat) * np.linalg.norm(flat_prev)
+            cosine = (flat @ flat_prev) / (norms + 1e-300)
             if cosine < 0.0:
                 damping = max(0.6 * damping, _MIN_DAMPING)
             elif cosine > 0.5:
                 damping = min(1.3 * damping, 1.0)
         previous, last, lml_old = update, (tau, nu, marginals, update), lml
-        tau = tau + damping * update[0]  # = (1 - damping) tau + damping tau_site
-        nu = nu + damping * update[1]
+        if anderson is None:
+            tau = tau + damping * update[0]  # = (1 - damping) tau + damping tau_site
+            nu = nu + damping * update[1]
+        else:
+            x = np.concatenate([tau, nu])
+            x = anderson.step(x, np.concatenate([site.tau, site.nu]))
+            if np.all(x[: tau.size] >= 0.0) and np.all(np.isfinite(x)):
+                tau, nu = x[: tau.size], x[tau.size :]
+            else:  # outside the domain: the plain update, and the extrapolation afresh
+                tau, nu, anderson = site.tau, site.nu, Anderson(_MEMORY)
         marginals = marginals_of(tau, nu)  # lines 10-11 for the new sites
     return tau, nu, marginals, lml, max_sweeps, False
 
@@ -438,6 +474,24 @@ def _as_fit(state):
         alpha=state.marginals.alpha,
         L=state.marginals.L,
     )
+
+
+def _ep_from(K, y, max_sweeps, tol, tau0=None, nu0=None):
+    """Parallel EP from the sites (tau0, nu0), or from flat sites if they are None or
+    if EP from them does not converge within ``max_sweeps``; a GPCEP, and a warning if
+    neither converges.
+
+    ``GPClassifier`` starts its final fit from the sites of the search's best
+    evaluation, made at the same kernel (to a looser tolerance during the search).
+    """
+    state = None
+    if tau0 is not None:
+        state = _ep_parallel(K, y, max_sweeps, tol, tau0, nu0)
+    if state is None or not state.converged:
+        state = _ep_parallel(K, y, max_sweeps, tol)
+    if not state.converged:
+        _warn_ep(max_sweeps, stacklevel=4)
+    return _as_fit(state)
 
 
 def _warn_ep(max_sweeps, stacklevel=3):
@@ -484,7 +538,8 @@ def gpc_ep(K, y, *, max_sweeps=100, tol=1e-8, schedule="parallel"):
     schedule : {"parallel", "sequential"}, default "parallel"
         ``"sequential"``: Alg. 3.5 as printed, one site after the other (:math:`O(n^3)`
         per sweep in rank-one updates; for reading and for small n).  ``"parallel"``: all
-        sites from the same marginals, damped when the changes grow; for n >= 500 and a
+        sites from the same marginals, Anderson-accelerated (damped where the
+        extrapolation fails); for n >= 500 and a
         smooth kernel it iterates first with a low-rank approximation of K and finishes
         with exact sweeps.  Both reach the same fixed point.
 

@@ -43,6 +43,7 @@ __all__ = ["gpc_log_marginal_likelihood"]
 _INFERENCE = ("laplace", "ep")
 _DEFAULT_TOL = {"laplace": 1e-10, "ep": 1e-8}
 _NAMES = ("variance", "lengthscale")
+_SEARCH_TOL = {"laplace": 0.0, "ep": 1e-6}
 
 
 def _laplace_gradient(K, y, mode, dK_dtheta, overwrite=False):
@@ -269,7 +270,8 @@ def _learn(D, y, start, bounds, n_restarts, rng, inference, max_iter, tol, free=
     [0.1, 1000] and :math:`\ell` log-uniform in [0.1, 10] times ``scale`` (by default the
     median distance between (up to 500) training points), clipped to the bounds.  A
     hyperparameter whose entry of ``free`` is false stays at its start value (the search
-    runs over the others only).  Returns the best evaluation (without gradient buffers),
+    runs over the others only).  EP runs to ``max(tol, 1e-6)`` during the search
+    (``_SEARCH_TOL``).  Returns the best evaluation (without gradient buffers),
     the optimiser's results, one per start, and the number of evaluations.
     """
     free = np.asarray(free, dtype=bool)
@@ -280,12 +282,14 @@ def _learn(D, y, start, bounds, n_restarts, rng, inference, max_iter, tol, free=
     last = None
     n_evaluations = 0
     theta = np.clip(np.log(start), lo, hi)  # the fixed entries keep these values
+    search_tol = max(tol, _SEARCH_TOL[inference])
 
     def objective(x):
         nonlocal best, last, n_evaluations
         theta_x = theta.copy()
         theta_x[free] = x
-        last = _evaluate(D, y, theta_x, inference, max_iter, tol, last, True, buffers)
+        last = _evaluate(D, y, theta_x, inference, max_iter, search_tol, last, True,
+                         buffers)
         n_evaluations += 1
         if best is None or last.lml > best.lml:
             best = last

@@ -3,6 +3,7 @@ dense textbook implementation written here, with the tilted moments by scipy's a
 quadrature and the marginal likelihood from GPML eq. (3.65) as printed."""
 
 import warnings
+from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -177,6 +178,77 @@ def test_damping_tames_the_oscillating_parallel_update(moons):
     seq = gpc_ep(K, y, tol=1e-10, schedule="sequential")
     assert par.converged
     assert_allclose(par.log_marginal_likelihood, seq.log_marginal_likelihood, rtol=0, atol=1e-9)
+
+
+@pytest.mark.parametrize(
+    "variance, lengthscale", [(1.0, 0.3), (30.0, 1.0), (100.0, 3.0), (1e4, 1.0)]
+)
+def test_anderson_and_damped_sweeps_reach_the_same_fixed_point(
+    moons, monkeypatch, variance, lengthscale
+):
+    """The Anderson-accelerated sweeps stop at the fixed point of the damped ones (the
+    same stopping test), in fewer sweeps where the extrapolation holds (9, 20, 17
+    against 12, 26, 25 sweeps); (100, 3) is the kernel where undamped updates
+    oscillate.  At variance 1e4 from flat sites the extrapolation overshoots at once
+    and the damped sweeps take over (45 sweeps both)."""
+    X, y = moons
+    K = rbf_kernel(X, variance=variance, lengthscale=lengthscale)
+    fast = gpc_ep(K, y, tol=1e-10, max_sweeps=300)
+    monkeypatch.setattr(gp_ep, "_ACCELERATE", False)
+    damped = gpc_ep(K, y, tol=1e-10, max_sweeps=300)
+    assert fast.converged and damped.converged
+    if variance < 1e3:
+        assert fast.n_sweeps < damped.n_sweeps
+    else:
+        assert fast.n_sweeps <= damped.n_sweeps
+    assert_allclose(fast.tau_tilde, damped.tau_tilde, rtol=1e-8, atol=1e-10)
+    assert_allclose(fast.nu_tilde, damped.nu_tilde, rtol=1e-8, atol=1e-9)
+    lml = fast.log_marginal_likelihood
+    assert_allclose(lml, damped.log_marginal_likelihood, rtol=0, atol=1e-9)
+
+
+@pytest.mark.parametrize("variance, lengthscale", [(3.0, 0.6), (1e4, 2.0)])
+def test_warm_started_ep_matches_cold(moons, variance, lengthscale):
+    """EP started from the sites of a nearby kernel (as GPClassifier's search and final
+    fit start it) reaches the cold start's fixed point, in fewer sweeps."""
+    X, y = moons
+    near_K = rbf_kernel(X, variance=1.2 * variance, lengthscale=0.95 * lengthscale)
+    near = gpc_ep(near_K, y)
+    K = rbf_kernel(X, variance=variance, lengthscale=lengthscale)
+    cold = gpc_ep(K, y, tol=1e-10, max_sweeps=300)
+    warm = gp_ep._ep_from(K, y, 300, 1e-10, near.tau_tilde, near.nu_tilde)
+    assert warm.converged and warm.n_sweeps < cold.n_sweeps
+    assert_allclose(warm.tau_tilde, cold.tau_tilde, rtol=1e-8, atol=1e-10)
+    assert_allclose(warm.nu_tilde, cold.nu_tilde, rtol=1e-8, atol=1e-9)
+    assert_allclose(warm.alpha, cold.alpha, rtol=1e-8, atol=1e-9)
+    assert_allclose(warm.var, cold.var, rtol=1e-8, atol=1e-12)
+    lml = warm.log_marginal_likelihood
+    assert_allclose(lml, cold.log_marginal_likelihood, rtol=0, atol=1e-9)
+
+
+def test_warm_start_that_fails_falls_back_to_a_cold_start(moons, monkeypatch):
+    """A warm start that does not converge within max_sweeps is replaced by EP from flat
+    sites; when that does not converge either, a ConvergenceWarning."""
+    X, y = moons
+    K = rbf_kernel(X, variance=3.0, lengthscale=0.6)
+    calls = []
+    exact = gp_ep._ep_parallel
+
+    def failing_warm(K, y, max_sweeps, tol, tau0=None, nu0=None, work=None):
+        calls.append(tau0 is not None)
+        state = exact(K, y, max_sweeps, tol, tau0, nu0, work)
+        return replace(state, converged=False) if tau0 is not None else state
+
+    monkeypatch.setattr(gp_ep, "_ep_parallel", failing_warm)
+    tau0 = np.full(len(y), 0.5)
+    fit = gp_ep._ep_from(K, y, 100, 1e-8, tau0, np.zeros(len(y)))
+    assert calls == [True, False] and fit.converged
+    lml = fit.log_marginal_likelihood
+    assert_allclose(lml, gpc_ep(K, y).log_marginal_likelihood, rtol=0, atol=1e-9)
+    calls.clear()
+    with pytest.warns(ConvergenceWarning, match="max_sweeps=2"):
+        fit = gp_ep._ep_from(K, y, 2, 1e-8, tau0, np.zeros(len(y)))
+    assert calls == [True, False] and not fit.converged and fit.n_sweeps == 2
 
 
 @pytest.mark.parametrize("variance, lengthscale", [(1.0, 1.0), (5.0, 0.6)])
