@@ -4,14 +4,20 @@
 (Gradescope: "Configure Autograder", base image Ubuntu 24.04, whose Python is recent enough
 for the pinned packages).  At its top level, as Gradescope's autograder specification asks:
 
-- ``setup.sh``: run once when Gradescope builds the image; installs bubblewrap and a virtual
-  environment in ``/autograder/venv`` with the book's pinned ``requirements.txt`` and this
-  package (blrlib and coursework, from the bundle);
+- ``setup.sh``: run once when Gradescope builds the image; installs bubblewrap and python3
+  with apt-get, then runs ``install.sh``: a virtual environment in ``/autograder/venv`` with
+  the packages installed from the bundle's ``wheels/`` only (``pip install --no-index``);
 - ``run_autograder``: run for every submission; grades ``/autograder/submission`` and writes
   ``/autograder/results/results.json``;
-- the grader's sources (``blrlib/``, ``coursework/``, ``pyproject.toml``), the instructor's
-  notebooks of the chapters of the assignment with their answers (``book/``, ``_toc.yml``)
-  and ``gradescope.json`` (the chapters graded and the sandbox policy).
+- ``wheels/``: the versions ``requirements.txt`` pins of ``BUNDLE_REQUIREMENTS`` (what the
+  grader and the notebooks' kernel need), their dependencies at the versions of the
+  environment that builds the bundle, for CPython 3.12 on Linux x86-64 (``--python``), and
+  blrlib's own wheel (blrlib and coursework) built from the repository; the downloaded
+  wheels are kept in ``.cache/gradescope-wheels/``, so a second build needs no network;
+  ``requirements-gradescope.txt`` names what ``install.sh`` installs;
+- the instructor's notebooks of the chapters of the assignment with their answers
+  (``book/``, ``_toc.yml``) and ``gradescope.json`` (the chapters graded, the sandbox policy,
+  the wheels' Python).
 
 The bundle holds the answers: Gradescope keeps it in ``/autograder/source``, which the
 student's code can read unless it runs in the sandbox.
