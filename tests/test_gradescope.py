@@ -182,6 +182,37 @@ def test_bundle_follows_the_autograder_specification(bundle):
     ]
 
 
+def test_a_second_build_takes_the_wheels_from_the_cache_alone(tmp_path, bundle, monkeypatch):
+    # the bundle fixture filled the cache: pip is not asked to reach an index again
+    calls, real_pip = [], gradescope._pip
+
+    def pip(args, offline):
+        calls.append((args[0], offline, "--no-index" in args))
+        return real_pip(args, offline) if offline else (False, "no network here")
+
+    monkeypatch.setattr(gradescope, "_pip", pip)
+    lines = gradescope.wheels(tmp_path / "w", PYTHON, log=lambda text: None)
+    assert lines == gradescope.pinned((ROOT / "requirements.txt").read_text()) + ["blrlib==0.1.0"]
+    assert calls and all(offline and no_index for _, offline, no_index in calls), calls
+    assert {n.name for n in (tmp_path / "w").glob("*.whl")} == {
+        n.split("/", 1)[1] for n in zipfile.ZipFile(bundle).namelist() if n.startswith("wheels/")
+    }
+
+
+def test_without_the_wheels_it_says_what_it_needs(tmp_path, monkeypatch):
+    monkeypatch.setattr(gradescope, "_pip", lambda args, offline: (False, "ERROR: no route to pypi.org"))
+    with pytest.raises(gradescope.WheelsUnavailable) as info:
+        gradescope.wheels(tmp_path / "w", "3.12", cache=tmp_path / "cache", log=lambda text: None)
+    text = str(info.value)
+    assert "CPython 3.12 on Linux x86-64" in text
+    assert all(pin in text for pin in gradescope.pinned((ROOT / "requirements.txt").read_text()))
+    assert "network access to the package index" in text and str(tmp_path / "cache" / "cp312") in text
+    assert text.endswith("ERROR: no route to pypi.org")
+    proc = subprocess.run([sys.executable, "-m", "coursework.gradescope", "build", "--python", "3.1x",
+                           "--out", str(tmp_path / "a.zip")], capture_output=True, text=True, check=False)
+    assert proc.returncode == 2 and "version like 3.12" in proc.stderr and not (tmp_path / "a.zip").exists()
+
+
 def test_unknown_chapter_or_policy_is_refused(tmp_path):
     with pytest.raises(ValueError, match="not chapters of the book: nope"):
         gradescope.build(tmp_path / "a.zip", FIXTURES, "_toc.yml", ["nope"])
