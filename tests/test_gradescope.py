@@ -268,8 +268,9 @@ def installed(tmp_path_factory, bundle):
     ag = _autograder(tmp_path_factory.mktemp("installed"), bundle, {}, wheels=True)
     env = {**os.environ, "AUTOGRADER_ROOT": str(ag), "AUTOGRADER_SYSTEM_PYTHON": sys.executable,
            "AUTOGRADER_NO_COMPILE": "1"}  # Gradescope's image byte-compiles; the test skips that
-    # pip's configuration of this machine (an index, folders of wheels) must not be used
-    env.update(PIP_FIND_LINKS=str(ROOT / ".cache"), PIP_INDEX_URL="https://pypi.org/simple")
+    # the image's pip settings must not reach install.sh: this one would make it fail
+    (ag.parent / "impossible.txt").write_text("numpy==0.0.1\n")
+    env["PIP_CONSTRAINT"] = str(ag.parent / "impossible.txt")
     probe = ("import socket\ntry:\n    socket.create_connection(('pypi.org', 443), timeout=10)\n"
              "except OSError:\n    print('no network')")
     cut = subprocess.run(prefix + [sys.executable, "-c", probe], capture_output=True, text=True, timeout=120,
