@@ -213,6 +213,20 @@ def test_without_the_wheels_it_says_what_it_needs(tmp_path, monkeypatch):
     assert proc.returncode == 2 and "version like 3.12" in proc.stderr and not (tmp_path / "a.zip").exists()
 
 
+def test_install_stops_on_an_image_of_another_python(tmp_path, bundle):
+    ag = _autograder(tmp_path, bundle, {})
+    fake = tmp_path / "python3"
+    fake.write_text("#!/bin/sh\necho 3.99\n")
+    fake.chmod(0o755)
+    env = {**os.environ, "AUTOGRADER_ROOT": str(ag), "AUTOGRADER_SYSTEM_PYTHON": str(fake)}
+    proc = subprocess.run(["bash", str(ag / "source" / "install.sh")], env=env, capture_output=True, text=True,
+                          timeout=60, check=False)
+    assert proc.returncode == 1, proc.stderr
+    assert f"wheels are for Python {MINOR}, but {fake} is Python 3.99" in proc.stderr
+    assert "make gradescope GRADESCOPE_PYTHON=3.99" in proc.stderr
+    assert not (ag / "venv").exists()
+
+
 def test_unknown_chapter_or_policy_is_refused(tmp_path):
     with pytest.raises(ValueError, match="not chapters of the book: nope"):
         gradescope.build(tmp_path / "a.zip", FIXTURES, "_toc.yml", ["nope"])
