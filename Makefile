@@ -26,7 +26,8 @@ help:
 	@echo "make grade SUBMISSIONS=<folder>   autograde <folder>/<student>/<chapter>.ipynb (sandboxed;"
 	@echo "             GRADE_OPTS=\"--jobs 4 ...\" passes options, see python -m coursework.grade --help)"
 	@echo "make grade-bench  how long grading a class takes on this machine"
-	@echo "make gradescope   the Gradescope autograder zip (CHAPTERS=05_laplace,06_predictive; SANDBOX=require)"
+	@echo "make gradescope   the Gradescope autograder zip (CHAPTERS=05_laplace,06_predictive; SANDBOX=require;"
+	@echo "             GRADESCOPE_PYTHON=3.12: the Python of the wheels it holds, kept in .cache/)"
 	@echo "make bench   benchmarks against statsmodels and scikit-learn"
 	@echo "make lab     JupyterLab on the student edition (_build/student); make lab BOOK=1: the book's notebooks"
 	@echo "make pdf     the whole book as one PDF: _build/latex/book.pdf (also put beside the website)"
@@ -111,7 +112,8 @@ grade-bench: $(STAMP)
 # the Gradescope autograder bundle: setup.sh, run_autograder, the grader and your answers
 gradescope: $(STAMP)
 	$(BIN)/python -m coursework.gradescope build --out _build/gradescope/autograder.zip \
-		$(if $(CHAPTERS),--chapters $(CHAPTERS)) $(if $(SANDBOX),--sandbox $(SANDBOX))
+		$(if $(CHAPTERS),--chapters $(CHAPTERS)) $(if $(SANDBOX),--sandbox $(SANDBOX)) \
+		$(if $(GRADESCOPE_PYTHON),--python $(GRADESCOPE_PYTHON))
 
 bench: $(STAMP)
 	$(BIN)/python bench/run.py

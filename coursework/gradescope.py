@@ -4,14 +4,20 @@
 (Gradescope: "Configure Autograder", base image Ubuntu 24.04, whose Python is recent enough
 for the pinned packages).  At its top level, as Gradescope's autograder specification asks:
 
-- ``setup.sh``: run once when Gradescope builds the image; installs bubblewrap and a virtual
-  environment in ``/autograder/venv`` with the book's pinned ``requirements.txt`` and this
-  package (blrlib and coursework, from the bundle);
+- ``setup.sh``: run once when Gradescope builds the image; installs bubblewrap and python3
+  with apt-get, then runs ``install.sh``: a virtual environment in ``/autograder/venv`` with
+  the packages installed from the bundle's ``wheels/`` only (``pip install --no-index``);
 - ``run_autograder``: run for every submission; grades ``/autograder/submission`` and writes
   ``/autograder/results/results.json``;
-- the grader's sources (``blrlib/``, ``coursework/``, ``pyproject.toml``), the instructor's
-  notebooks of the chapters of the assignment with their answers (``book/``, ``_toc.yml``)
-  and ``gradescope.json`` (the chapters graded and the sandbox policy).
+- ``wheels/``: the versions ``requirements.txt`` pins of ``BUNDLE_REQUIREMENTS`` (what the
+  grader and the notebooks' kernel need), their dependencies at the versions of the
+  environment that builds the bundle, for CPython 3.12 on Linux x86-64 (``--python``), and
+  blrlib's own wheel (blrlib and coursework) built from the repository; the downloaded
+  wheels are kept in ``.cache/gradescope-wheels/``, so a second build needs no network;
+  ``requirements-gradescope.txt`` names what ``install.sh`` installs;
+- the instructor's notebooks of the chapters of the assignment with their answers
+  (``book/``, ``_toc.yml``) and ``gradescope.json`` (the chapters graded, the sandbox policy,
+  the wheels' Python).
 
 The bundle holds the answers: Gradescope keeps it in ``/autograder/source``, which the
 student's code can read unless it runs in the sandbox.
@@ -46,7 +52,10 @@ import dataclasses
 import json
 import os
 import pathlib
+import re
+import shutil
 import stat
+import subprocess
 import sys
 import tempfile
 import time
@@ -62,16 +71,53 @@ MAX_ENTRIES = 10_000  # entries of the submission looked at, at most
 SETTINGS = ("cell_timeout", "notebook_timeout", "max_output_bytes", "memory_bytes", "disk_bytes",
             "file_bytes", "processes", "notebook_memory_bytes")
 
+# The Python of Gradescope's base image Ubuntu 24.04 (its python3); the wheels are for it
+DEFAULT_PYTHON = "3.12"
+# the newest glibc whose manylinux wheels are taken: Ubuntu 22.04's (24.04 has 2.39, this
+# book's Debian 12 machines 2.36), so the wheels install on all of them
+GLIBC_MINOR = 35
+# the packages of requirements.txt the grader needs (nbgrader, whose dependencies bring
+# nbclient, nbconvert and jupyter_client; pyyaml) and the notebooks' kernel (ipykernel and what
+# the chapters import); the rest of requirements.txt builds and tests the book
+BUNDLE_REQUIREMENTS = ("numpy", "scipy", "matplotlib", "pandas", "scikit-learn", "statsmodels",
+                       "threadpoolctl", "ipykernel", "pyyaml", "nbgrader")
+WHEEL_CACHE = book.ROOT / ".cache" / "gradescope-wheels"  # .cache/ is ignored by git
+WHEELS = "wheels"  # the bundle's folder of wheels
+REQUIREMENTS = "requirements-gradescope.txt"  # what install.sh installs from them
+
 SETUP_SH = """#!/usr/bin/env bash
 # Gradescope runs this once, as root, when it builds the autograder's image (base image:
 # Ubuntu 24.04).  The bundle is in /autograder/source.
 set -euo pipefail
 export DEBIAN_FRONTEND=noninteractive
 apt-get update
-apt-get install -y --no-install-recommends bubblewrap python3 python3-venv python3-pip
-python3 -m venv /autograder/venv
-/autograder/venv/bin/python -m pip install --no-cache-dir -r /autograder/source/requirements.txt
-/autograder/venv/bin/python -m pip install --no-cache-dir --no-deps /autograder/source
+apt-get install -y --no-install-recommends bubblewrap python3 python3-venv
+# the Python packages: from the bundle's wheels only, no package index
+bash /autograder/source/install.sh
+"""
+
+INSTALL_SH = """#!/usr/bin/env bash
+# The Python part of setup.sh: a virtual environment in $root/venv with the grader, installed
+# from the bundle's wheels only (--no-index: no network needed).  AUTOGRADER_ROOT (default
+# /autograder) and AUTOGRADER_SYSTEM_PYTHON (default python3) move it, for the tests, which
+# also set AUTOGRADER_NO_COMPILE=1 (no byte-compiling: a third of the time of the install).
+set -euo pipefail
+root="${AUTOGRADER_ROOT:-/autograder}"
+python="${AUTOGRADER_SYSTEM_PYTHON:-python3}"
+want=@PYTHON@
+got=$("$python" -c 'import sys; print("%d.%d" % sys.version_info[:2])')
+if [ "$got" != "$want" ]; then
+    echo "install.sh: the bundle's wheels are for Python $want, but $python is Python $got;" \\
+         "choose the base image Ubuntu 24.04 or rebuild with make gradescope GRADESCOPE_PYTHON=$got" >&2
+    exit 1
+fi
+# no pip configuration of the image may add an index or another folder of wheels
+for v in $(compgen -e); do case "$v" in PIP_*) unset "$v" ;; esac; done
+export PIP_CONFIG_FILE=/dev/null PIP_DISABLE_PIP_VERSION_CHECK=1
+"$python" -m venv "$root/venv"
+"$root/venv/bin/python" -m pip install --no-index --find-links "$root/source/@WHEELS@" \\
+    --only-binary=:all: --no-cache-dir ${AUTOGRADER_NO_COMPILE:+--no-compile} \\
+    -r "$root/source/@REQUIREMENTS@"
 """
 
 RUN_AUTOGRADER = """#!/usr/bin/env bash
@@ -103,10 +149,129 @@ def _add_text(zf, name, text, executable=False):
     zf.writestr(info, text)
 
 
-def build(out, root=book.ROOT, toc="_toc.yml", chapters=None, sandbox_policy="auto", limits=None):
+class WheelsUnavailable(RuntimeError):
+    """The wheels of the bundle could not be found in the cache nor downloaded."""
+
+
+def pinned(requirements, names=BUNDLE_REQUIREMENTS):
+    r"""The lines ``name==version`` of the text ``requirements`` for ``names``, in their order.
+
+    >>> pinned("numpy==2.4.6\n# x\nscipy==1.17.1\nruff==0.17.5\n", ("scipy", "numpy"))
+    ['scipy==1.17.1', 'numpy==2.4.6']
+    >>> pinned("numpy>=2\n", ("numpy",))
+    Traceback (most recent call last):
+    ...
+    ValueError: requirements.txt pins no version (name==version) of: numpy
+    """
+    found = {}
+    for line in requirements.splitlines():
+        m = re.fullmatch(r"\s*([A-Za-z0-9][A-Za-z0-9._-]*)\s*==\s*([^\s;#]+)\s*(#.*)?", line)
+        if m:
+            found[re.sub(r"[-_.]+", "-", m[1]).lower()] = f"{m[1]}=={m[2]}"
+    missing = [n for n in names if re.sub(r"[-_.]+", "-", n).lower() not in found]
+    if missing:
+        raise ValueError(f"requirements.txt pins no version (name==version) of: {', '.join(missing)}")
+    return [found[re.sub(r"[-_.]+", "-", n).lower()] for n in names]
+
+
+def _constraints():
+    """``name==version`` of every distribution of this environment (the one the tests ran
+    in): the dependencies of the pinned packages get the versions tested here."""
+    from importlib import metadata
+
+    out = set()
+    for d in metadata.distributions():
+        name = d.metadata["Name"]
+        if name and name.lower() != "blrlib":
+            out.add(f"{name}=={d.version}")
+    return sorted(out)
+
+
+def _pip(args, offline):
+    """Run pip of this Python; ``offline``: without any pip configuration (no index, no
+    other folder of wheels than those named).  Returns (ok, the end of pip's output)."""
+    env = dict(os.environ)
+    if offline:
+        env = {k: v for k, v in env.items() if not k.startswith("PIP_")}
+        env["PIP_CONFIG_FILE"] = os.devnull
+    env["PIP_DISABLE_PIP_VERSION_CHECK"] = "1"
+    proc = subprocess.run([sys.executable, "-m", "pip", *args], env=env, capture_output=True, text=True,
+                          check=False)
+    return proc.returncode == 0, (proc.stdout + proc.stderr).strip()[-2000:]
+
+
+def _minor(python):
+    """``3.12`` of the target Python ``python`` (``3.12`` or ``3.12.3``: pip checks what a
+    package requires against the version as given, 3.12 meaning 3.12.0)."""
+    if not re.fullmatch(r"3\.\d+(\.\d+)?", python):
+        raise ValueError(f"the target Python must be a version like 3.12 or 3.12.3, not {python!r}")
+    return ".".join(python.split(".")[:2])
+
+
+def _target(python):
+    _minor(python)
+    platforms = [f"manylinux_2_{g}_x86_64" for g in range(GLIBC_MINOR, 16, -1)]
+    platforms += ["manylinux2014_x86_64", "manylinux2010_x86_64", "manylinux1_x86_64"]
+    return ["--only-binary=:all:", "--implementation", "cp", "--python-version", python,
+            *(a for p in platforms for a in ("--platform", p))]
+
+
+def wheels(dest, python=DEFAULT_PYTHON, root=book.ROOT, cache=WHEEL_CACHE, log=print):
+    """Put into the folder ``dest`` the wheels the grader needs on Gradescope's Linux x86-64
+    with CPython ``python``: the versions ``root``/requirements.txt pins of
+    ``BUNDLE_REQUIREMENTS``, their dependencies (at the versions of this environment where
+    it has them) and blrlib's own wheel, built from ``root``.  The downloaded wheels are kept
+    in ``cache``/cp<version>: a second build needs no network.  Returns the lines of
+    ``requirements-gradescope.txt``; raises :class:`WheelsUnavailable` saying what is needed."""
+    dest, cache = pathlib.Path(dest), pathlib.Path(cache) / f"cp{_minor(python).replace('.', '')}"
+    dest.mkdir(parents=True, exist_ok=True)
+    target = _target(python)
+    lines = pinned((pathlib.Path(root) / "requirements.txt").read_text())
+    with tempfile.TemporaryDirectory(prefix="cw-wheels-") as tmp:
+        tmp = pathlib.Path(tmp)
+        (tmp / "requirements.txt").write_text("\n".join(lines) + "\n")
+        (tmp / "constraints.txt").write_text("\n".join(_constraints()) + "\n")
+        files = ["-r", str(tmp / "requirements.txt"), "-c", str(tmp / "constraints.txt")]
+        # from the cache alone first: a second build is offline
+        ok, out = _pip(["download", "-q", "--no-index", "--find-links", str(cache), "-d", str(dest),
+                        *target, *files], offline=True)
+        if not ok:
+            log(f"gradescope: downloading the wheels for Python {python} into {cache} ...")
+            cache.mkdir(parents=True, exist_ok=True)
+            got, out = _pip(["download", "-q", "-d", str(cache), *target, *files], offline=False)
+            if got:
+                ok, out = _pip(["download", "-q", "--no-index", "--find-links", str(cache), "-d",
+                                str(dest), *target, *files], offline=True)
+            if not ok:
+                raise WheelsUnavailable(
+                    f"the wheels of {', '.join(lines)} (and their dependencies) for CPython "
+                    f"{python} on Linux x86-64 are neither all in {cache} nor could pip download "
+                    "them: the bundle needs network access to the package index (PyPI, "
+                    "https://pypi.org, or the index of your pip configuration) once, after which "
+                    f"they are kept in {cache} and the build is offline. pip said:\n{out}"
+                )
+        # blrlib (with coursework) from the repository's sources, copied: no build/ in root
+        src = tmp / "src"
+        src.mkdir()
+        for name in ("pyproject.toml", "README.md", "LICENSE"):
+            if (pathlib.Path(root) / name).is_file():
+                shutil.copy2(pathlib.Path(root) / name, src / name)
+        for package in ("blrlib", "coursework"):
+            shutil.copytree(pathlib.Path(root) / package, src / package,
+                            ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
+        ok, out = _pip(["wheel", "-q", "--no-deps", "--no-build-isolation", "--no-index", "-w",
+                        str(dest), str(src)], offline=True)
+        if not ok:
+            raise WheelsUnavailable(f"could not build blrlib's wheel from {root}: {out}")
+    version = next(dest.glob("blrlib-*.whl")).name.split("-")[1]
+    return lines + [f"blrlib=={version}"]
+
+
+def build(out, root=book.ROOT, toc="_toc.yml", chapters=None, sandbox_policy="auto", limits=None,
+          python=DEFAULT_PYTHON, wheel_cache=WHEEL_CACHE, log=print):
     """Write the autograder zip to ``out`` for ``chapters`` (names; default every chapter of
-    ``root``/``toc``); return the chapter names.  The grader's sources come from the installed
-    blrlib and coursework, the requirements and ``pyproject.toml`` from the book's root."""
+    ``root``/``toc``); return the chapter names.  The wheels (:func:`wheels`) are for CPython
+    ``python``; the requirements and blrlib's wheel come from the book's root."""
     root = pathlib.Path(root)
     found = {p.stem: p for p in book.toc_notebooks(root, toc)}
     chapters = list(chapters or found)
@@ -115,10 +280,12 @@ def build(out, root=book.ROOT, toc="_toc.yml", chapters=None, sandbox_policy="au
         raise ValueError(f"not chapters of the book: {', '.join(unknown)} (chapters: {', '.join(found)})")
     if sandbox_policy not in ("auto", "require"):
         raise ValueError(f"sandbox policy must be 'auto' or 'require', not {sandbox_policy!r}")
+    _target(python)
     limits = limits or sandbox.Limits()
     config = {
         "chapters": chapters,
         "sandbox": sandbox_policy,
+        "python": python,
         "limits": {k: getattr(limits, k) for k in SETTINGS},
     }
     toc_text = "format: jb-book\nroot: book/intro\nchapters:\n" + "".join(
@@ -127,18 +294,24 @@ def build(out, root=book.ROOT, toc="_toc.yml", chapters=None, sandbox_policy="au
     out = pathlib.Path(out)
     out.parent.mkdir(parents=True, exist_ok=True)
     tmp = out.with_name(out.name + ".part")
-    with zipfile.ZipFile(tmp, "w", zipfile.ZIP_DEFLATED) as zf:
-        _add_text(zf, "setup.sh", SETUP_SH, executable=True)
-        _add_text(zf, "run_autograder", RUN_AUTOGRADER, executable=True)
-        _add_text(zf, CONFIG, json.dumps(config, indent=1) + "\n")
-        _add_text(zf, "_toc.yml", toc_text)
-        for c in chapters:
-            zf.write(found[c], found[c].relative_to(root).as_posix())
-        for name in ("requirements.txt", "pyproject.toml", "README.md", "LICENSE"):
-            if (book.ROOT / name).is_file():
-                zf.write(book.ROOT / name, name)
-        for package in ("blrlib", "coursework"):
-            _add_tree(zf, sandbox._package_dir(package), package)
+    with tempfile.TemporaryDirectory(prefix="cw-bundle-") as folder:
+        wheel_dir = pathlib.Path(folder)
+        requirements = wheels(wheel_dir, python, book.ROOT, wheel_cache, log)
+        with zipfile.ZipFile(tmp, "w", zipfile.ZIP_DEFLATED) as zf:
+            _add_text(zf, "setup.sh", SETUP_SH, executable=True)
+            install = INSTALL_SH.replace("@PYTHON@", _minor(python)).replace("@WHEELS@", WHEELS)
+            _add_text(zf, "install.sh", install.replace("@REQUIREMENTS@", REQUIREMENTS), executable=True)
+            _add_text(zf, "run_autograder", RUN_AUTOGRADER, executable=True)
+            _add_text(zf, CONFIG, json.dumps(config, indent=1) + "\n")
+            _add_text(zf, "_toc.yml", toc_text)
+            _add_text(zf, REQUIREMENTS, "\n".join(requirements) + "\n")
+            for c in chapters:
+                zf.write(found[c], found[c].relative_to(root).as_posix())
+            for name in ("README.md", "LICENSE"):
+                if (book.ROOT / name).is_file():
+                    zf.write(book.ROOT / name, name)
+            for whl in sorted(wheel_dir.glob("*.whl")):  # compressed already: stored as they are
+                zf.write(whl, f"{WHEELS}/{whl.name}", compress_type=zipfile.ZIP_STORED)
     os.replace(tmp, out)
     return chapters
 
@@ -315,17 +488,21 @@ def main(argv=None):
     b.add_argument("--chapters", default="", help="comma-separated chapter names (default: all)")
     b.add_argument("--sandbox", choices=("auto", "require"), default="auto",
                    help="without the sandbox: grade anyway and say so (auto), or score 0 (require)")
+    b.add_argument("--python", default=DEFAULT_PYTHON,
+                   help=f"the Python of the wheels, that of the image's python3 (default {DEFAULT_PYTHON}, Ubuntu 24.04's)")
     r = sub.add_parser("run", help="grade the submission (what run_autograder does)")
     r.add_argument("--autograder-root", default=os.environ.get("AUTOGRADER_ROOT", "/autograder"))
     args = ap.parse_args(argv)
     if args.command == "build":
         try:
             chapters = build(args.out, args.root, args.toc, [c for c in args.chapters.split(",") if c],
-                             args.sandbox)
-        except ValueError as exc:
+                             args.sandbox, python=args.python)
+        except (ValueError, WheelsUnavailable) as exc:
             print(f"gradescope: {exc}", file=sys.stderr)
             return 2
-        print(f"wrote {args.out}: the autograder of {', '.join(chapters)}; upload it on Gradescope")
+        size = os.path.getsize(args.out) / 1e6
+        print(f"wrote {args.out} ({size:.0f} MB, wheels for Python {args.python}): the autograder of "
+              f"{', '.join(chapters)}; upload it on Gradescope")
         return 0
     data = run(args.autograder_root)
     got = sum(t["score"] for t in data["tests"])
