@@ -535,7 +535,11 @@ def number_exercises_per_chapter(app):
         app._coursework_secnum_depth = 2
 
 
-def restore_secnum_depth(app, env):
+def restore_secnum_depth(app, *_):
+    """Give the LaTeX writer its depth back: after the consistency check when documents were
+    read, and in any case when writing starts (a build that reads nothing, the second
+    ``make pdf``, emits no ``env-check-consistency``, and the PDF numbered its equations
+    (1), (2), ... through the whole book instead of (4.1), (4.2), ...)."""
     depth = getattr(app, "_coursework_secnum_depth", None)
     if depth is not None:
         app.config.numfig_secnum_depth = depth
@@ -736,6 +740,7 @@ def setup(app):
     app.add_post_transform(LatexTableColumns)
     app.connect("builder-inited", number_exercises_per_chapter, priority=900)
     app.connect("env-check-consistency", restore_secnum_depth)
+    app.connect("write-started", restore_secnum_depth)
     app.set_html_assets_policy("always")
     app.add_directive("coursework-chapters", CourseworkChapters)
     app.add_directive("coursework-points", CourseworkPoints)
