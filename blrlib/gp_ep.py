@@ -81,6 +81,8 @@ _MIN_DAMPING = 1.0 / 64
 _ACCELERATE = True
 _MEMORY = 5
 _GIVE_UP = 10.0
+# restarts of the extrapolation after it left the domain (a negative site precision)
+_MAX_RESTARTS = 3
 
 
 def _short(v):
@@ -379,7 +381,9 @@ def _parallel_sweeps(marginals_of, s, tau, nu, max_sweeps, tol, lml_old=None):
     next sites are :math:`G(x)` extrapolated by Anderson acceleration over the last
     ``_MEMORY`` sweeps (:class:`blrlib._anderson.Anderson`; an extrapolated point with
     a negative site precision is replaced by :math:`G(x)`, and the extrapolation
-    restarts).
+    restarts, at most ``_MAX_RESTARTS`` times: on a rank-deficient kernel, where sites
+    settle at zero precision, it would otherwise keep leaving the domain and never
+    converge).
     Should the extrapolation fail, that is give a cavity without positive precision or
     a change of the sites ``_GIVE_UP`` times the smallest so far, the iteration goes on
     without it, damped: the update is a fraction ``damping`` of the full one, in the
@@ -393,10 +397,15 @@ def _parallel_sweeps(marginals_of, s, tau, nu, max_sweeps, tol, lml_old=None):
     low-rank phase).  Returns the sites, their marginals, lml, the number of sweeps and
     whether it stopped so.
     """
+    return _sweeps(marginals_of, s, tau, nu, max_sweeps, tol, lml_old, accelerate=_ACCELERATE)
+
+
+def _sweeps(marginals_of, s, tau, nu, max_sweeps, tol, lml_old, accelerate):
+    """The loop of :func:`_parallel_sweeps`, with or without the Anderson extrapolation."""
     marginals = marginals_of(tau, nu)
     damping, previous, last = 1.0, None, None
-    anderson = Anderson(_MEMORY) if _ACCELERATE else None  # None once given up
-    smallest = np.inf
+    anderson = Anderson(_MEMORY) if accelerate else None  # None once given up
+    smallest, restarts = np.inf, 0
     for sweep in range(1, max_sweeps + 1):
         cavity_tau, cavity_nu = _cavity(marginals, tau, nu)  # line 5 for all sites
         valid = np.all(cavity_tau > 0) and np.all(np.isfinite(cavity_nu))
@@ -436,7 +445,9 @@ def _parallel_sweeps(marginals_of, s, tau, nu, max_sweeps, tol, lml_old=None):
             if np.all(x[: tau.size] >= 0.0) and np.all(np.isfinite(x)):
                 tau, nu = x[: tau.size], x[tau.size :]
             else:  # outside the domain: the plain update, and the extrapolation afresh
-                tau, nu, anderson = site.tau, site.nu, Anderson(_MEMORY)
+                tau, nu = site.tau, site.nu
+                restarts += 1  # (given up after _MAX_RESTARTS: it keeps leaving the domain)
+                anderson = Anderson(_MEMORY) if restarts <= _MAX_RESTARTS else None
         marginals = marginals_of(tau, nu)  # lines 10-11 for the new sites
     return tau, nu, marginals, lml, max_sweeps, False
 

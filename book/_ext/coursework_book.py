@@ -465,30 +465,64 @@ class LatexSolutionTitles(SphinxPostTransform):
 TABLE_WRAP_CHARS = 60
 #: no column is given more than this many characters' share (its text wraps instead)
 TABLE_COLUMN_CAP = 36
+#: a wrapped table with more rows than this is typeset as a longtable (see LatexTableColumns)
+LONGTABLE_ROWS = 8
 #: the text width in characters of the table font, padding included (about 6 pt each on a
 #: 6.3 in line): shares are relative, so a table whose shares add up to more than this would
 #: give a column less room than its longest word (the points table's "Points" header)
 TABLE_LINE_CHARS = 72
+#: a column whose every cell has at most this many characters keeps its width (column_shares)
+TABLE_SHORT_CHARS = 14
 
 
 def column_shares(longest, words):
     """Relative LaTeX column widths for cells whose longest text is ``longest`` characters and
     longest word ``words`` characters: in proportion to the text (capped at
-    ``TABLE_COLUMN_CAP``), never narrower than the longest word plus padding.  When the
-    shares exceed the line, the room above each column's longest word is shrunk in proportion
-    (the words themselves cannot wrap), so that a share of one character is one character.
+    ``TABLE_COLUMN_CAP``), never narrower than the longest word plus padding.
+
+    Shares are relative (``\\X{w}{total}``), so when they add up to more than the line a
+    share of one character is less than one character.  Then the short columns (at most
+    ``TABLE_SHORT_CHARS`` in every cell, their header included: "Points", "Introduced") are
+    given exactly their text plus padding, and the other columns the rest of the line in
+    proportion to their shares; the shares then add up to the line.  Without this the
+    points table's "Points" header ran 16 pt into the next column.
 
     >>> column_shares([6, 80, 3], [6, 12, 1])
     [7, 36, 3]
-    >>> column_shares([30, 80, 3, 6], [30, 10, 1, 6])
-    [32, 29, 3, 8]
+    >>> column_shares([13, 40, 30, 6, 13], [8, 14, 30, 6, 13])
+    [15, 19, 15, 8, 15]
     """
-    floor = [max(w + 2, 3) for w in words]
-    want = [max(f, min(n, TABLE_COLUMN_CAP)) for f, n in zip(floor, longest)]
-    if sum(want) <= TABLE_LINE_CHARS or sum(floor) >= TABLE_LINE_CHARS:
+    if sum(max(w + 1, min(n, TABLE_COLUMN_CAP), 3) for n, w in zip(longest, words)) <= TABLE_LINE_CHARS:
         return [max(w + 1, min(n, TABLE_COLUMN_CAP), 3) for n, w in zip(longest, words)]
-    spare = (TABLE_LINE_CHARS - sum(floor)) / (sum(want) - sum(floor))
-    return [f + round((w - f) * spare) for f, w in zip(floor, want)]
+    short = [n <= TABLE_SHORT_CHARS for n in longest]
+    fixed = sum(n + 2 for n, s in zip(longest, short) if s)
+    want = [min(n, TABLE_COLUMN_CAP) for n, s in zip(longest, short) if not s]
+    rest = TABLE_LINE_CHARS - fixed
+    if not want or rest < 8 * len(want):  # nothing to share, or too little: as the text says
+        return [max(w + 1, min(n, TABLE_COLUMN_CAP), 3) for n, w in zip(longest, words)]
+    scale = rest / sum(want)
+    shares = iter(max(3, round(w * scale)) for w in want)
+    return [n + 2 if s else next(shares) for n, s in zip(longest, short)]
+
+
+def _visible_text(node):
+    """The text of a table cell as it prints, roughly: a formula counts a third of its TeX
+    source (``\\(\\mathbf w_{\\mathrm{MAP}}\\)`` prints as three or four characters), as
+    one word, so that a column of symbols is not given the room of their source."""
+    parts = []
+    for text in node.findall(nodes.Text):
+        if any(isinstance(a, nodes.math) for a in _ancestors(text)):
+            continue
+        parts.append(str(text))
+    for formula in node.findall(nodes.math):
+        parts.append(" " + "x" * max(1, len(formula.astext()) // 3) + " ")
+    return "".join(parts)
+
+
+def _ancestors(node):
+    while node.parent is not None:
+        node = node.parent
+        yield node
 
 
 class LatexTableColumns(SphinxPostTransform):
@@ -513,7 +547,7 @@ class LatexTableColumns(SphinxPostTransform):
                     for entry in row.children:
                         if col >= len(specs):
                             break
-                        text = entry.astext()
+                        text = _visible_text(entry)
                         longest[col] = max(longest[col], len(text))
                         words[col] = max([words[col]] + [len(w) for w in text.split()])
                         col += 1 + entry.get("morecols", 0)
@@ -522,6 +556,13 @@ class LatexTableColumns(SphinxPostTransform):
                 for spec, share in zip(specs, column_shares(longest, words)):
                     spec["colwidth"] = share
                 table["classes"] = table.get("classes", []) + ["colwidths-given"]
+                # Sphinx writes a table of 30 rows or fewer as a tabular, which cannot break
+                # across pages: a notation table of 25 wrapped rows ran 155 pt off its page
+                # (after an empty one).  A longtable breaks between rows; it cannot sit in a
+                # box, so only tables directly in a section get one.
+                rows = len(list(group.findall(nodes.row)))
+                if rows > LONGTABLE_ROWS and isinstance(table.parent, nodes.section):
+                    table["classes"].append("longtable")
 
 
 def number_exercises_per_chapter(app):
@@ -535,14 +576,16 @@ def number_exercises_per_chapter(app):
         app._coursework_secnum_depth = 2
 
 
-def restore_secnum_depth(app, *_):
-    """Give the LaTeX writer its depth back: after the consistency check when documents were
-    read, and in any case when writing starts (a build that reads nothing, the second
-    ``make pdf``, emits no ``env-check-consistency``, and the PDF numbered its equations
-    (1), (2), ... through the whole book instead of (4.1), (4.2), ...)."""
+def restore_secnum_depth(app, env):
+    """Give the LaTeX writer its depth back once Sphinx has numbered the figures and
+    exercises: ``env-get-updated``, after the toctree collector's handler (which numbers
+    them), is emitted by every build; ``env-check-consistency`` only by one that read a
+    document (with it alone, the second ``make pdf`` numbered the equations (1), (2), ...
+    through the whole book instead of (4.1), (4.2), ...).  Returns no documents to rewrite."""
     depth = getattr(app, "_coursework_secnum_depth", None)
     if depth is not None:
         app.config.numfig_secnum_depth = depth
+    return []
 
 
 # --------------------------------------------------------------- bibliography: author-year
@@ -739,8 +782,7 @@ def setup(app):
     app.add_post_transform(LatexSolutionTitles)
     app.add_post_transform(LatexTableColumns)
     app.connect("builder-inited", number_exercises_per_chapter, priority=900)
-    app.connect("env-check-consistency", restore_secnum_depth)
-    app.connect("write-started", restore_secnum_depth)
+    app.connect("env-get-updated", restore_secnum_depth, priority=900)
     app.set_html_assets_policy("always")
     app.add_directive("coursework-chapters", CourseworkChapters)
     app.add_directive("coursework-points", CourseworkPoints)
