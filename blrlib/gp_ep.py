@@ -397,14 +397,9 @@ def _parallel_sweeps(marginals_of, s, tau, nu, max_sweeps, tol, lml_old=None):
     low-rank phase).  Returns the sites, their marginals, lml, the number of sweeps and
     whether it stopped so.
     """
-    return _sweeps(marginals_of, s, tau, nu, max_sweeps, tol, lml_old, accelerate=_ACCELERATE)
-
-
-def _sweeps(marginals_of, s, tau, nu, max_sweeps, tol, lml_old, accelerate):
-    """The loop of :func:`_parallel_sweeps`, with or without the Anderson extrapolation."""
     marginals = marginals_of(tau, nu)
     damping, previous, last = 1.0, None, None
-    anderson = Anderson(_MEMORY) if accelerate else None  # None once given up
+    anderson = Anderson(_MEMORY) if _ACCELERATE else None  # None once given up
     smallest, restarts = np.inf, 0
     for sweep in range(1, max_sweeps + 1):
         cavity_tau, cavity_nu = _cavity(marginals, tau, nu)  # line 5 for all sites
