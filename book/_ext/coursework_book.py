@@ -484,7 +484,8 @@ def column_shares(longest, words):
     share of one character is less than one character.  Then the short columns (at most
     ``TABLE_SHORT_CHARS`` in every cell, their header included: "Points", "Introduced") are
     given exactly their text plus padding, and the other columns the rest of the line in
-    proportion to their shares; the shares then add up to the line.  Without this the
+    proportion to their text (a long word there may then be wider than its column; the
+    notation tables' code words break at underscores); the shares then add up to the line.  Without this the
     points table's "Points" header ran 16 pt into the next column.
 
     >>> column_shares([6, 80, 3], [6, 12, 1])
@@ -492,14 +493,15 @@ def column_shares(longest, words):
     >>> column_shares([13, 40, 30, 6, 13], [8, 14, 30, 6, 13])
     [15, 19, 15, 8, 15]
     """
-    if sum(max(w + 1, min(n, TABLE_COLUMN_CAP), 3) for n, w in zip(longest, words)) <= TABLE_LINE_CHARS:
-        return [max(w + 1, min(n, TABLE_COLUMN_CAP), 3) for n, w in zip(longest, words)]
+    natural = [max(w + 1, min(n, TABLE_COLUMN_CAP), 3) for n, w in zip(longest, words)]
+    if sum(natural) <= TABLE_LINE_CHARS:
+        return natural
     short = [n <= TABLE_SHORT_CHARS for n in longest]
     fixed = sum(n + 2 for n, s in zip(longest, short) if s)
     want = [min(n, TABLE_COLUMN_CAP) for n, s in zip(longest, short) if not s]
     rest = TABLE_LINE_CHARS - fixed
     if not want or rest < 8 * len(want):  # nothing to share, or too little: as the text says
-        return [max(w + 1, min(n, TABLE_COLUMN_CAP), 3) for n, w in zip(longest, words)]
+        return natural
     scale = rest / sum(want)
     shares = iter(max(3, round(w * scale)) for w in want)
     return [n + 2 if s else next(shares) for n, s in zip(longest, short)]
