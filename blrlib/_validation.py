@@ -2,7 +2,8 @@
 
 The checks that more than one entry point needs live here: arrays and their shapes,
 labels, weight vectors, scalars and per-weight prior precisions, probabilities,
-integers, callbacks, random generators and kernel matrices.  Public functions call
+integers, callbacks, random generators, kernel matrices, degrees of freedom and the
+(centre, scale matrix) pairs of proposal distributions.  Public functions call
 them before any computation, so that bad input meets the same clear message wherever
 it enters; the message names what was expected and what arrived.  Internal helpers
 trust their inputs.
@@ -37,6 +38,8 @@ __all__ = [
     "as_prior_precision",
     "as_probabilities",
     "as_callback",
+    "as_gaussian_scale",
+    "check_degrees_of_freedom",
 ]
 
 
@@ -358,3 +361,39 @@ def as_test_kernels(K_star, k_star_star, n):
     if np.any(k_star_star < 0):
         raise ValueError(f"k_star_star must be >= 0 (prior variances), got {k_star_star.min():g}")
     return K_star, k_star_star
+
+
+def check_degrees_of_freedom(value, name="df"):
+    """Return ``value`` as a float > 0; ``inf`` (a Gaussian's limit) is allowed."""
+    is_real = isinstance(value, numbers.Real) and not isinstance(value, bool)
+    if is_real and value == np.inf:
+        return np.inf
+    return check_positive(value, name)
+
+
+def as_gaussian_scale(pair, d, name="proposal"):
+    """Validate a pair ``(mean, cov)`` of a centre (d,) and an SPD scale matrix (d, d).
+
+    Returns the centre as a float array and the lower Cholesky factor of ``cov``;
+    ``cov`` itself is factorised as given (no symmetrisation), so that a pair taken
+    from a fitted result gives the factor that the fit's own matrix gives.
+    """
+    if not isinstance(pair, tuple | list) or len(pair) != 2:
+        is_seq = isinstance(pair, tuple | list)
+        got = f"length {len(pair)}" if is_seq else type(pair).__name__
+        raise TypeError(f"{name} must be a pair (mean, cov) or None, got {got}")
+    mean = as_vector(pair[0], f"{name} mean", length=d)
+    cov = as_kernel_matrix(pair[1], f"{name} cov")
+    if cov.shape != (d, d):
+        raise ValueError(
+            f"{name} cov must have shape ({d}, {d}), got shape {cov.shape}"
+        )
+    try:
+        chol = np.linalg.cholesky(cov)
+    except np.linalg.LinAlgError:
+        raise ValueError(
+            f"{name} cov must be symmetric positive definite, got a matrix whose "
+            f"Cholesky factorisation fails (smallest eigenvalue "
+            f"{np.linalg.eigvalsh(cov)[0]:.3g})"
+        ) from None
+    return mean, chol
