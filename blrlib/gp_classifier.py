@@ -85,8 +85,8 @@ class GPClassifier(ClassifierMixin, BaseEstimator):
     :math:`(\log\sigma_f^2, \log\ell)`, starting from the constructor's values and from
     ``n_restarts`` further seeded starting points; each inner iteration (Newton's method or
     EP) is warm-started from the previous one, EP runs to a tolerance of 1e-6 on the
-    sites during the search, and the final fit (to ``tol``) starts from the sites of the
-    best evaluation.  A learned hyperparameter that ends on a bound
+    sites during the search (looser, up to 1e-4, while the gradient is large), and the
+    final fit (to ``tol``) starts from the sites of the best evaluation.  A learned hyperparameter that ends on a bound
     of its search gets a ``ConvergenceWarning`` that names it, and so does a search that did
     not move from its start because the marginal likelihood is flat there (typically a length
     scale far from the distances between the inputs).  ``*_bounds="fixed"`` holds a

@@ -44,6 +44,11 @@ _INFERENCE = ("laplace", "ep")
 _DEFAULT_TOL = {"laplace": 1e-10, "ep": 1e-8}
 _NAMES = ("variance", "lengthscale")
 _SEARCH_TOL = {"laplace": 0.0, "ep": 1e-6}
+# EP's tolerance during the search, evaluation by evaluation: _TOL_PER_GRADIENT times the
+# largest entry of the previous evaluation's projected gradient, between _SEARCH_TOL and
+# _LOOSEST_TOL (far from the optimum the optimiser needs the gradient's direction only)
+_LOOSEST_TOL = {"laplace": 0.0, "ep": 1e-4}
+_TOL_PER_GRADIENT = 1e-4
 
 
 def _laplace_gradient(K, y, mode, dK_dtheta, overwrite=False):
@@ -271,8 +276,15 @@ def _learn(D, y, start, bounds, n_restarts, rng, inference, max_iter, tol, free=
     median distance between (up to 500) training points), clipped to the bounds.  A
     hyperparameter whose entry of ``free`` is false stays at its start value (the search
     runs over the others only).  EP runs to ``max(tol, 1e-6)`` during the search
-    (``_SEARCH_TOL``).  Returns the best evaluation (without gradient buffers),
-    the optimiser's results, one per start, and the number of evaluations.
+    (``_SEARCH_TOL``), or looser far from the optimum: to :math:`10^{-4}` times the
+    largest entry of the previous evaluation's projected gradient (the gradient with the
+    entries that push against an active bound set to zero), at most to :math:`10^{-4}`
+    (``_TOL_PER_GRADIENT``, ``_LOOSEST_TOL``); the first evaluation of each run and those
+    near the optimum (or at a bound) keep ``max(tol, 1e-6)``.  On ``bench/bench_ep.py``'s
+    data at n = 150 this took 83 sweeps instead of 103 (two moons) and 180 instead of 217
+    (separable), in as many evaluations, the learned values within 2e-5 relative and the
+    log marginal likelihoods within 1e-9.  Returns the best evaluation (without gradient
+    buffers), the optimiser's results, one per start, and the number of evaluations.
     """
     free = np.asarray(free, dtype=bool)
     log_bounds = [(np.log(lo), np.log(hi)) for lo, hi in bounds]
@@ -283,13 +295,16 @@ def _learn(D, y, start, bounds, n_restarts, rng, inference, max_iter, tol, free=
     n_evaluations = 0
     theta = np.clip(np.log(start), lo, hi)  # the fixed entries keep these values
     search_tol = max(tol, _SEARCH_TOL[inference])
+    loosest = max(search_tol, _LOOSEST_TOL[inference])
 
     def objective(x):
         nonlocal best, last, n_evaluations
         theta_x = theta.copy()
         theta_x[free] = x
-        last = _evaluate(D, y, theta_x, inference, max_iter, search_tol, last, True,
-                         buffers)
+        eval_tol = search_tol
+        if last is not None and loosest > search_tol:
+            eval_tol = min(loosest, max(search_tol, _TOL_PER_GRADIENT * _projected(last, lo, hi, free)))
+        last = _evaluate(D, y, theta_x, inference, max_iter, eval_tol, last, True, buffers)
         n_evaluations += 1
         if best is None or last.lml > best.lml:
             best = last
@@ -318,6 +333,15 @@ def _learn(D, y, start, bounds, n_restarts, rng, inference, max_iter, tol, free=
             stacklevel=3,
         )
     return best, results, n_evaluations
+
+
+def _projected(evaluation, lo, hi, free):
+    """The largest entry of the lml's gradient over the free hyperparameters, without the
+    entries at a bound that point out of the box (L-BFGS-B's projected gradient)."""
+    grad, theta = evaluation.grad.copy(), evaluation.theta
+    grad[(theta <= lo) & (grad < 0)] = 0.0
+    grad[(theta >= hi) & (grad > 0)] = 0.0
+    return float(np.max(np.abs(grad[free]), initial=0.0))
 
 
 _AT_BOUND = 1e-4  # log-space distance that counts as "on the bound"

@@ -23,7 +23,7 @@ from blrlib import (
     rbf_kernel,
 )
 from blrlib._gp_lowrank import pivoted_cholesky
-from blrlib.gp_ep import _tilted_sites
+from blrlib.gp_ep import _tilted_mode, _tilted_sites
 
 
 def tilted_moments(m, v, s):
@@ -138,6 +138,29 @@ def test_tilted_moments_on_a_grid_of_cavities(v):
         assert_allclose(site.log_Z[i], np.log(Z), rtol=1e-7, atol=1e-7)  # Z to 1e-7 relative
         assert abs(mean_q[i] - mean) <= 1e-7 * max(abs(mean), np.sqrt(var)), (m[i], s[i])
         assert_allclose(var_q[i], var, rtol=1e-7)
+
+
+def test_tilted_mode_where_plain_newton_cycles():
+    """The safeguarded Newton iteration of _tilted_mode finds the mode of
+    sigma(s f) N(f | m, v) (a root of psi'(f) = s sigma(-s f) - (f - m) / v, by brentq)
+    on cavities where plain Newton cycles for ever between two points across the
+    sigmoid's inflection (the first two: measured, from an EP search), and on random
+    cavities with variances 1e-5 to 1e6 and means up to +-1000."""
+    from scipy.optimize import brentq
+    from scipy.special import expit
+
+    rng = np.random.default_rng(7)
+    size = 300
+    m = np.concatenate([[7.65727208, -7.1946986, -800.0, 0.0],
+                        rng.normal(size=size) * 10 ** rng.uniform(-2, 3, size)])
+    v = np.concatenate([[24.25940223, 42.94151169, 1.0, 1e6], 10 ** rng.uniform(-5, 6, size)])
+    s = np.concatenate([[-1.0, 1.0, 1.0, -1.0], rng.choice([-1.0, 1.0], size)])
+    f = _tilted_mode(m, v, s)
+    for i in range(m.size):
+        lo, hi = sorted((m[i] - 1e-3 * s[i] * v[i], m[i] + 1.001 * s[i] * v[i]))  # signs
+        root = brentq(lambda t: s[i] * expit(-s[i] * t) - (t - m[i]) / v[i], lo, hi,
+                      xtol=1e-14, rtol=1e-15)
+        assert abs(f[i] - root) <= 1e-9 * (np.sqrt(v[i]) + abs(root)), (m[i], v[i], s[i])
 
 
 def test_tilted_normaliser_far_on_the_wrong_side():
