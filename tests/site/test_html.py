@@ -115,6 +115,20 @@ def test_figures_have_an_opaque_white_background(html_dir):
     assert not bad, "figures without an opaque white background:\n" + "\n".join(bad)
 
 
+def test_figure_text_uses_fonts_a_browser_has(html_dir):
+    """The website's SVG figures keep their text as text, so the reader's browser draws it. Where
+    matplotlib's mathtext falls back to a TeX font (cmsy10 for a prime written $x'$), it writes
+    that font's code point, not the character: the browser, without the font, shows the prime
+    as "0" ("k(x, x0)"). Text must be set in fonts a browser can stand in for (DejaVu Sans)."""
+    svgs = _chapter_images(html_dir, ".svg")
+    if not svgs:
+        pytest.skip("no SVG figure in the built chapters")
+    tex_font = re.compile(r"font-family:\s*'?(cm(?:sy|mi|r|ex|tt|ss)10|STIX\w*)")
+    bad = [f"{path.name}: {sorted(set(tex_font.findall(path.read_text(encoding='utf-8'))))}"
+           for path in svgs if tex_font.search(path.read_text(encoding="utf-8"))]
+    assert not bad, "figures with text in a TeX font (write a prime as \u2032):\n" + "\n".join(bad)
+
+
 @pytest.mark.parametrize("doc", NOTEBOOK_PAGES)
 def test_download_is_the_executed_notebook(html_dir, doc):
     soup = _soup(html_dir, doc)
