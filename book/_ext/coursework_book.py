@@ -438,12 +438,13 @@ class LatexPartTitles(SphinxPostTransform):
                 holder.parent.insert(holder.parent.index(holder), nodes.raw("", "\\appendix\n", format="latex"))
 
 
-class LatexSolutionTitles(SphinxPostTransform):
+class SolutionTitles(SphinxPostTransform):
     """sphinx-exercise titles a solution "Solution to" + a link whose text starts with a
-    space; in LaTeX that space is lost ("Solution toExercise 5.1"): move it out of the link."""
+    space; in LaTeX that space is lost ("Solution toExercise 5.1"), on the website it is
+    underlined as part of the link ("Solution to_Exercise 5.1"): move it out of the link."""
 
     default_priority = 23          # after sphinx-exercise resolved the titles (21, 22)
-    formats = ("latex",)
+    formats = ("latex", "html")
 
     def run(self, **kwargs):
         for node in list(self.document.findall(nodes.Element)):
@@ -781,7 +782,7 @@ def setup(app):
     app.add_post_transform(LatexExerciseReferences)
     app.add_post_transform(BibliographyMath)
     app.add_post_transform(LatexPartTitles)
-    app.add_post_transform(LatexSolutionTitles)
+    app.add_post_transform(SolutionTitles)
     app.add_post_transform(LatexTableColumns)
     app.connect("builder-inited", number_exercises_per_chapter, priority=900)
     app.connect("env-get-updated", restore_secnum_depth, priority=900)
