@@ -86,10 +86,11 @@ class GPClassifier(ClassifierMixin, BaseEstimator):
     ``n_restarts`` further seeded starting points; each inner iteration (Newton's method or
     EP) is warm-started from the previous one, EP runs to a tolerance of 1e-6 on the
     sites during the search (looser, up to 1e-4, while the gradient is large), and the
-    final fit (to ``tol``) starts from the sites of the best evaluation.  A learned hyperparameter that ends on a bound
-    of its search gets a ``ConvergenceWarning`` that names it, and so does a search that did
-    not move from its start because the marginal likelihood is flat there (typically a length
-    scale far from the distances between the inputs).  ``*_bounds="fixed"`` holds a
+    final fit (to ``tol``) starts from the sites of the best evaluation.  A learned
+    hyperparameter that ends on a bound of its search gets a ``ConvergenceWarning`` that
+    names it, and so does a search that did not move from its start because the marginal
+    likelihood is flat there (typically a length scale far from the distances between the
+    inputs).  ``*_bounds="fixed"`` holds a
     hyperparameter at the constructor's value.
 
     Any two labels are accepted (``classes_``; ``classes_[1]`` is the class coded 1).  A data

@@ -167,8 +167,9 @@ def _tilted_mode(m, v, s):
     every step is below :math:`10^{-12} (\sqrt v + |m|) + 10^{-14} v` (quadratic convergence:
     3 to 5 steps in the hyperparameter searches of ``bench/bench_ep.py``, at most 27 over
     random cavities with variances :math:`10^{-5}` to :math:`10^6`; the 60 halvings of a
-    plain bisection took a sixth of a sweep at n = 150).  The mode only centres the quadrature of :func:`_tilted_nodes`, whose error
-    does not depend on where in a fraction of :math:`\sqrt v` the centre lies.
+    plain bisection took a sixth of a sweep at n = 150).  The mode only centres the
+    quadrature of :func:`_tilted_nodes`, whose error does not depend on where in a
+    fraction of :math:`\sqrt v` the centre lies.
     """
     lo, hi = np.minimum(m, m + s * v), np.maximum(m, m + s * v)
     small = 1e-12 * (np.sqrt(v) + np.abs(m)) + 1e-14 * v
