@@ -121,6 +121,8 @@ bench: $(STAMP)
 # JupyterLab opens the student edition (answers removed, in _build/student, where students work)
 # unless BOOK=1 (the book's notebooks, with solutions); as root it needs --allow-root
 LAB_ROOT := $(if $(filter 0,$(shell id -u)),--allow-root,)
+# jupyterlab/settings/overrides.json: no pop-up asking about Jupyter's news feed on first start
+LAB_OPTS += --LabApp.app_settings_dir=$(CURDIR)/jupyterlab/settings
 lab: $(STAMP)
 ifeq ($(BOOK),1)
 	$(BIN)/jupyter lab $(LAB_ROOT) $(LAB_OPTS) book

@@ -138,7 +138,9 @@ def lab(student_edition, tmp_path_factory, browser):
     port, token = _free_port(), secrets.token_hex(16)
     cmd = [str(pathlib.Path(sys.executable).with_name("jupyter")), "lab", "--no-browser", "--expose-app-in-browser",
            f"--ServerApp.port={port}", "--ServerApp.ip=127.0.0.1", "--ServerApp.port_retries=0",
-           f"--IdentityProvider.token={token}", f"--ServerApp.root_dir={student_edition}"]
+           f"--IdentityProvider.token={token}", f"--ServerApp.root_dir={student_edition}",
+           # as `make lab` starts it: the settings that silence the news-feed question
+           f"--LabApp.app_settings_dir={ROOT / 'jupyterlab' / 'settings'}"]
     if hasattr(os, "geteuid") and os.geteuid() == 0:
         cmd.append("--allow-root")
     log = open(base / "lab.log", "w")
@@ -182,6 +184,9 @@ def rendered(lab, browser, screenshots):
         page.wait_for_function("() => window.jupyterapp && window.jupyterapp.started", timeout=90000)
         page.evaluate("() => window.jupyterapp.restored")
         found["app"] = {"seconds": round(time.time() - t0, 1)}
+        page.wait_for_timeout(3000)  # JupyterLab asks about its news feed a moment after start
+        found["app"]["toasts"] = page.evaluate(
+            "() => [...document.querySelectorAll('.Toastify__toast')].map(e => e.innerText)")
         for doc in PAGES:
             name = doc.split("/")[-1] + ".ipynb"
             t0 = time.time()
@@ -201,8 +206,14 @@ def rendered(lab, browser, screenshots):
         context.close()
     (screenshots / "jupyterlab.json").write_text(json.dumps(
         {doc: {k: (len(v) if isinstance(v, list) else v) for k, v in r.items()} for doc, r in found.items()}, indent=1))
-    found.pop("app")
+    found["toasts"] = found.pop("app")["toasts"]
     return found
+
+
+def test_jupyterlab_opens_without_a_popup(rendered):
+    """A student who runs `make lab` is not asked, over the first chapter, whether JupyterLab
+    may fetch news from the internet (jupyterlab/settings/overrides.json answers "never")."""
+    assert rendered["toasts"] == [], f"JupyterLab shows: {rendered['toasts']}"
 
 
 @pytest.mark.parametrize("doc", PAGES)
