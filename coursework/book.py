@@ -19,6 +19,7 @@ LABEL_RE = re.compile(r"^:label:[ \t]*(?P<label>\S+)[ \t]*$", re.M)
 SOLUTION_RE = re.compile(r"^(?P<fence>`{3,}|:{3,})\{solution\}[ \t]*(?P<target>\S*)", re.M)
 GATED_RE = re.compile(r"\{(exercise|solution)-(start|end)\}")
 BEGIN, END = "### BEGIN SOLUTION", "### END SOLUTION"
+HIDDEN_BEGIN, HIDDEN_END = "### BEGIN HIDDEN TESTS", "### END HIDDEN TESTS"
 
 
 def toc_files(toc):
@@ -214,6 +215,31 @@ def stub_statement_problem(src):
     )
 
 
+def without_hidden_tests(src):
+    r"""The check cell ``src`` as the student edition shows it: the lines from each
+    ``### BEGIN HIDDEN TESTS`` to the next ``### END HIDDEN TESTS`` removed (what nbgrader's
+    ``ClearHiddenTests`` does), or ``None`` when the markers do not pair up.
+
+    >>> without_hidden_tests("a = 1\n### BEGIN HIDDEN TESTS\nassert a == 1\n### END HIDDEN TESTS")
+    'a = 1'
+    >>> without_hidden_tests("### END HIDDEN TESTS") is None
+    True
+    """
+    kept, hiding = [], False
+    for line in src.split("\n"):  # a marker anywhere in a line, as nbgrader reads them
+        if HIDDEN_BEGIN.lstrip("# ") in line:
+            if hiding:
+                return None
+            hiding = True
+        elif HIDDEN_END.lstrip("# ") in line:
+            if not hiding:
+                return None
+            hiding = False
+        elif not hiding:
+            kept.append(line)
+    return None if hiding else "\n".join(kept)
+
+
 def is_check_values_assignment(node):
     """Whether the statement ``node`` assigns the name ``check_values`` (``check_values = ...``,
     also annotated or as one of several targets)."""
@@ -334,6 +360,8 @@ def structure_problems(nb, name="notebook"):
             problems.append(f"{name}: cell {i} has nbgrader metadata but follows no {{exercise}}")
         if cell.cell_type == "code" and (BEGIN in text) and not is_answer(cell):
             problems.append(f"{name}: cell {i} holds '{BEGIN}' but is not an nbgrader solution cell")
+        if "HIDDEN TESTS" in text and cell.cell_type == "code" and not is_check(cell):
+            problems.append(f"{name}: cell {i} holds hidden tests but is not a check cell")
         if cell.cell_type == "markdown" and GATED_RE.search(text):
             problems.append(
                 f"{name}: cell {i} uses gated exercise/solution directives, which the student "
@@ -374,6 +402,23 @@ def _coding_problems(nb, e, where):
             problems.append(f"{where}: answer cell {a} {stub}")
     if "hide-input" not in nb.cells[a].metadata.get("tags", []):
         problems.append(f"{where}: answer cell {a} is not tagged hide-input")
+    label = re.search(r"\b(?:eq|ex|fig)-[a-z0-9]+(?:-[a-z0-9]+)*\b", source(nb.cells[c]))
+    if label:
+        problems.append(
+            f"{where}: check cell {c} names the label {label.group(0)}; say it in words (the "
+            "student edition numbers labels in code, but shows check cells as they are graded)"
+        )
+    visible = without_hidden_tests(source(nb.cells[c]))
+    if visible is None:
+        problems.append(
+            f"{where}: check cell {c} needs each '{HIDDEN_BEGIN}' closed by '{HIDDEN_END}', "
+            "one region at a time"
+        )
+    elif not assigns_check_values(visible):
+        problems.append(
+            f"{where}: check cell {c} assigns check_values only inside its hidden tests; the "
+            "student's copy must assign it too"
+        )
     if not assigns_check_values(source(nb.cells[c])):
         problems.append(
             f"{where}: check cell {c} does not assign check_values (a dict of the numbers "

@@ -7,7 +7,7 @@ from __future__ import annotations
 import copy
 
 import nbformat
-from nbgrader.preprocessors import ClearSolutions
+from nbgrader.preprocessors import ClearHiddenTests, ClearSolutions
 
 from . import book
 from .common import BY_HAND_CHARS, grade_id
@@ -36,7 +36,9 @@ def merge(source_nb, submitted):
     for e in exs:
         label_of[e.answer_id] = label_of[e.check_id] = e.label
     src_by_id = {grade_id(c): c for c in source_nb.cells if grade_id(c)}
+    # what the student edition holds: answers as stubs, check cells without their hidden tests
     stub_nb, _ = ClearSolutions(enforce_metadata=False).preprocess(copy.deepcopy(source_nb), {})
+    stub_nb, _ = ClearHiddenTests(enforce_metadata=False).preprocess(stub_nb, {})
     stubs = {grade_id(c): c for c in stub_nb.cells if grade_id(c)}
     counts = {}  # label -> {sentence: times}: 4,000 duplicate cells give one sentence
 
@@ -68,9 +70,9 @@ def merge(source_nb, submitted):
                 cell.source = src_text  # the student's answer, in the source's cell
                 cells.append(cell)
             else:
-                if src_text.strip() != book.source(src).strip():
+                if src_text.strip() not in (book.source(src).strip(), book.source(stubs[gid]).strip()):
                     note(gid, f"check cell {gid} was modified; graded with the original")
-                cells.append(restored(src))
+                cells.append(restored(src))  # with its hidden tests
         else:
             cells.append(_new_cell(cell_type, src_text))  # unknown grade id: an ordinary cell
     # put back what was deleted, right after the cell that precedes it in the source

@@ -8,18 +8,23 @@ nbconvert's :class:`~nbconvert.exporters.NotebookExporter` runs, in order:
    ``### END SOLUTION`` becomes ``# YOUR CODE HERE`` / ``raise NotImplementedError()`` (what the
    answer cell says outside the markers, the ``def`` line or the comment naming the value,
    stays), and the markdown answer cell of a pen-and-paper exercise becomes "YOUR ANSWER HERE";
-3. nbgrader's ``LockCells``: check cells cannot be edited or deleted in Jupyter, answer cells
+3. nbgrader's ``ClearHiddenTests``: the lines of a check cell between ``### BEGIN HIDDEN
+   TESTS`` and ``### END HIDDEN TESTS`` (assertions that would give the answer away) are
+   removed; the grader runs the whole check cell of the source
+   (:func:`coursework.merging.merge`);
+4. nbgrader's ``LockCells``: check cells cannot be edited or deleted in Jupyter, answer cells
    (code and markdown) cannot be deleted;
-4. nbgrader's ``ClearOutput``: no outputs, no execution counts;
-5. :class:`ResolveBookReferences` (here): what JupyterLab cannot know, written out from the whole
+5. nbgrader's ``ClearOutput``: no outputs, no execution counts;
+6. :class:`ResolveBookReferences` (here): what JupyterLab cannot know, written out from the whole
    book (:mod:`coursework.xref`): every equation and exercise carries the website's number
    (``:enumerator: 5.3``, so jupyterlab-myst shows (5.3), not (3)); a reference to another
    chapter, to its equations, exercises or figures, or to a solution that was removed becomes
    "chapter 8 (title)" or the number, linked to that notebook; a citation becomes
    "Rasmussen and Williams (2006)" and the cited works are listed in a last cell,
-   "References"; every answer cell gets a marked cell just above it saying what to write
+   "References"; a label in a code cell's comments or strings becomes its number ("(5.9)",
+   "Exercise 6.2"); every answer cell gets a marked cell just above it saying what to write
    there and for how many points;
-6. :func:`settle_metadata`: the kernel's own ``kernelspec`` and ``language_info``, so that
+7. :func:`settle_metadata`: the kernel's own ``kernelspec`` and ``language_info``, so that
    JupyterLab, which writes them when the kernel starts, finds nothing to change and opens
    the notebook without unsaved changes.
 """
@@ -36,7 +41,7 @@ import sys
 import nbformat
 from nbconvert.exporters import NotebookExporter
 from nbconvert.preprocessors import Preprocessor
-from nbgrader.preprocessors import ClearOutput, ClearSolutions, LockCells
+from nbgrader.preprocessors import ClearHiddenTests, ClearOutput, ClearSolutions, LockCells
 
 from . import book, xref
 
@@ -147,7 +152,7 @@ def number_exercises(text, numbers):
 
 class ResolveBookReferences(Preprocessor):
     """Write out, with the whole book's numbers, what jupyterlab-myst cannot resolve in one
-    notebook (see the module docstring, step 5)."""
+    notebook (see the module docstring, step 6)."""
 
     def __init__(self, index, path, source_nb, **kw):
         super().__init__(**kw)
@@ -200,6 +205,11 @@ class ResolveBookReferences(Preprocessor):
                        for m in xref.EQ_LABEL_RE.finditer(book.source(c))}
         cited = set()
         for cell in nb.cells:
+            if cell.cell_type == "code" and not book.is_check(cell):  # labels in comments
+                # (a check cell is shown as the grader runs it: book.structure_problems keeps
+                # labels out of it)
+                cell.source = xref.number_code_labels(book.source(cell), self.index.targets)
+                continue
             if cell.cell_type != "markdown" or book.is_manual_answer(cell):
                 continue
             text = xref.ROLE_RE.sub(lambda m: self.resolve(m, here_labels, cited), book.source(cell))
@@ -285,6 +295,7 @@ def exporter():
     for pre in (
         RemoveSolutionDirectives(),
         ClearSolutions(enforce_metadata=True),
+        ClearHiddenTests(enforce_metadata=True),
         LockCells(),
         ClearOutput(),
     ):

@@ -59,6 +59,43 @@ class BookIndex:
         return stem if stem in self.chapters else None
 
 
+CODE_LABEL_RE = re.compile(
+    r"(?P<before>(?:\b(?:[Ee]q\.|[Ee]quation|[Ee]xercise|[Ff]ig\.|[Ff]igure) )|\(?)"
+    r"(?P<label>\b(?:eq|ex|fig)-[a-z0-9]+(?:-[a-z0-9]+)*\b)(?P<after>\)?)"
+)
+
+
+def number_code_labels(text, targets):
+    """``text`` (a code cell) with the book's labels in its comments and strings written as the
+    reader sees them numbered: an equation as "(5.9)" (in parentheses of its own only when it
+    has none), an exercise as "Exercise 6.2", a figure
+    as "Fig. 1.1"; a word before the label that already says what it is ("equation", "Eq.",
+    "exercise", "Fig.") keeps its place.  Labels not in ``targets`` are left as they are.
+
+    >>> t = {"eq-a": Target("equation", "x", "5.9"), "ex-b": Target("exercise", "x", "6.2")}
+    >>> number_code_labels("# the step eq-a, see exercise ex-b (eq-a) (eq-a, eq-a) eq-zz", t)
+    '# the step (5.9), see exercise 6.2 (5.9) (5.9, 5.9) eq-zz'
+    >>> number_code_labels("x = 1  # Eq. eq-a for C; ex-b", t)
+    'x = 1  # Eq. (5.9) for C; Exercise 6.2'
+    """
+
+    def number(m):
+        target = targets.get(m.group("label"))
+        if target is None or not target.number:
+            return m.group(0)
+        before, after = m.group("before"), m.group("after")
+        if target.kind == "equation":  # in parentheses already: "(eq-a)", "(eq-a, eq-b)"
+            if before == "(" or after == ")":
+                return f"{before}{target.number}{after}"
+            return f"{before}({target.number}){after}"
+        named = before.strip() != "" and before != "("
+        word = {"exercise": "Exercise", "figure": "Fig."}.get(target.kind, "")
+        shown = target.number if named or not word else f"{word} {target.number}"
+        return f"{before}{shown}{after}"
+
+    return CODE_LABEL_RE.sub(number, text)
+
+
 def _toc_docs(root, toc):
     """``[(docname, numbered)]`` in toc order, e.g. ``("book/05_laplace", True)``."""
     data = yaml.safe_load((pathlib.Path(root) / toc).read_text())

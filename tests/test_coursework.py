@@ -74,6 +74,25 @@ def _mutate(fn):
             "not an nbgrader solution cell",
         ),
         (lambda nb: nb.cells.pop(5), "no {solution} directive"),
+        (
+            lambda nb: nb.cells[4].update(source='check_values = {"p0": p0}  # eq-sigmoid at 0'),
+            "names the label eq-sigmoid",
+        ),
+        # hidden tests: only in check cells, in closed regions, check_values outside them
+        (
+            lambda nb: nb.cells[1].update(source="### BEGIN HIDDEN TESTS\nx = 1\n### END HIDDEN TESTS"),
+            "holds hidden tests but is not a check cell",
+        ),
+        (
+            lambda nb: nb.cells[4].update(source='check_values = {"p0": p0}\n### BEGIN HIDDEN TESTS\nassert p0'),
+            "needs each '### BEGIN HIDDEN TESTS' closed",
+        ),
+        (
+            lambda nb: nb.cells[4].update(
+                source='### BEGIN HIDDEN TESTS\ncheck_values = {"p0": p0}\n### END HIDDEN TESTS'
+            ),
+            "assigns check_values only inside its hidden tests",
+        ),
         (lambda nb: nb.cells[2].update(source="```{exercise} No label\nText\n```"), "has no :label:"),
         # what the stub states, check_values, tolerances (CONVENTIONS section 4)
         (
@@ -215,8 +234,13 @@ def test_student_edition_of_a_fixture():
     assert paper.metadata.get("deletable") is False and paper.metadata.get("editable", True) is True
     for c in src.cells:
         if book.is_check(c):
-            assert book.source(by_id[book.nbgrader_meta(c)["grade_id"]]) == book.source(c)
+            shown = book.source(by_id[book.nbgrader_meta(c)["grade_id"]])
+            assert shown == book.without_hidden_tests(book.source(c))
             assert by_id[book.nbgrader_meta(c)["grade_id"]].metadata.get("editable") is False
+    # the soft-label assertion of ex-fx-loglik is a hidden test: the student does not see it
+    loglik = book.source(by_id["ex-fx-loglik-check"])
+    assert "HIDDEN" not in loglik and "y_soft * blrlib.log_sigmoid" not in loglik
+    assert "y_soft * blrlib.log_sigmoid" in book.source(src.cells[8])
     assert all(c.outputs == [] and c.execution_count is None for c in nb.cells if c.cell_type == "code")
     nbformat.validate(nb)
 

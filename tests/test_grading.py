@@ -390,6 +390,9 @@ def test_merge_restores_checks_and_keeps_nothing_but_sources():
     assert all("huge" not in c.metadata for c in nb.cells)
     assert all(c.outputs == [] for c in nb.cells if c.cell_type == "code")
     assert notes == {"ex-fx-zero": ["check cell ex-fx-zero-check was modified; graded with the original"]}
+    # the student's check cell lacks the hidden tests: not a modification, and they run
+    assert book.source(by_id["ex-fx-loglik-check"]) == book.source(src.cells[8])
+    assert "BEGIN HIDDEN TESTS" in book.source(src.cells[8])
     nbformat.validate(nb)
 
 

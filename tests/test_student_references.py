@@ -79,3 +79,24 @@ def test_metadata_as_jupyterlab_writes_it(laplace):
     assert laplace.metadata["kernelspec"] == spec and laplace.metadata["language_info"] == info
     assert info["version"].count(".") == 2 and spec["name"] == "python3"
     nbformat.validate(laplace)
+
+
+def test_code_names_equations_by_number(index):
+    """Comments and docstrings in code cells name equations, exercises and figures as the
+    reader sees them numbered, not by label (check cells carry no label:
+    book.structure_problems)."""
+    label_re = re.compile(r"\b(?:eq|ex|fig)-[a-z0-9]+(?:-[a-z0-9]+)*\b")
+    seen = 0
+    for path in book.toc_notebooks():
+        src = book.read(path)
+        seen += sum(len(label_re.findall(book.source(c))) for c in src.cells if c.cell_type == "code")
+        nb = student.student_notebook(path, index)
+        for cell in nb.cells:
+            if cell.cell_type == "code":
+                left = [m for m in label_re.findall(book.source(cell)) if m in index.targets]
+                assert not left, f"{path.name}: labels left in a code cell: {left}"
+    assert seen > 40  # the chapters do name labels in code; they are numbered above
+    lap = student.student_notebook(LAPLACE, index)
+    answer = next(c for c in lap.cells if book.nbgrader_meta(c).get("grade_id") == "ex-ch5-evidence-gradient-answer")
+    number = index.targets["eq-ch5-evidence-derivative"].number
+    assert f"the Laplace log evidence ({number}), a float" in book.source(answer)
