@@ -23,7 +23,15 @@ from blrlib import (
     rbf_kernel,
 )
 from blrlib._gp_lowrank import pivoted_cholesky
-from blrlib.gp_ep import _tilted_mode, _tilted_sites
+from blrlib.gp_ep import (
+    _HERMITE_RULES,
+    _HERMITE_TIERS,
+    _hermite_nodes,
+    _tilted_mode,
+    _tilted_nodes,
+    _tilted_sites,
+    _tilted_sums,
+)
 
 
 def tilted_moments(m, v, s):
@@ -126,7 +134,8 @@ def test_tilted_sites_match_adaptive_quadrature(m, v, s):
 def test_tilted_moments_on_a_grid_of_cavities(v):
     """The zeroth, first and second tilted moments to 1e-7 relative (measured: 2e-10 at worst)
     against adaptive quadrature, cavity variances 1e-4 to 1e4, cavity means -50 to 50, both labels:
-    the fixed-size composite rule of _tilted_nodes has no regime where it is short of nodes."""
+    neither the Gauss-Hermite tiers (variances up to 6.25) nor the fixed-size composite rule of
+    _tilted_nodes (wider cavities) has a regime where it is short of nodes."""
     means = np.array([-50.0, -20.0, -6.0, -1.0, -0.1, 0.0, 0.3, 2.0, 7.0, 25.0, 50.0])
     m = np.concatenate([means, means])
     s = np.concatenate([np.ones(means.size), -np.ones(means.size)])
@@ -138,6 +147,70 @@ def test_tilted_moments_on_a_grid_of_cavities(v):
         assert_allclose(site.log_Z[i], np.log(Z), rtol=1e-7, atol=1e-7)  # Z to 1e-7 relative
         assert abs(mean_q[i] - mean) <= 1e-7 * max(abs(mean), np.sqrt(var)), (m[i], s[i])
         assert_allclose(var_q[i], var, rtol=1e-7)
+
+
+HERMITE_MEANS = np.array([-50.0, -20.0, -6.0, -1.0, -0.1, 0.0, 0.3, 2.0, 7.0, 25.0, 50.0])
+
+
+@pytest.mark.parametrize("v", [1e-4, 1e-2, 0.3, 1.0, 1.2, 2.25, 3.0, 4.0, 5.0, 6.25])
+def test_hermite_tiers_match_adaptive_quadrature(v):
+    """The cavities of the Gauss-Hermite tiers (standard deviation up to 2.5, both ends of every
+    tier): Z to 1e-11 relative, the tilted mean to 1e-11 of max(|mean|, sd) and the variance to
+    1e-10 relative against scipy's adaptive quadrature (measured: 2.5e-13, 2.6e-12, 4.7e-11),
+    cavity means -50 to 50, both labels, and the two far tails of the sigmoid."""
+    m = np.concatenate([HERMITE_MEANS, HERMITE_MEANS])
+    s = np.concatenate([np.ones(HERMITE_MEANS.size), -np.ones(HERMITE_MEANS.size)])
+    site = _tilted_sites(np.full(m.size, 1 / v), m / v, s)
+    var_q = 1 / (site.tau + 1 / v)
+    mean_q = var_q * (site.nu + m / v)
+    for i in range(m.size):
+        Z, mean, var = tilted_moments(m[i], v, s[i])
+        assert_allclose(site.log_Z[i], np.log(Z), rtol=0, atol=1e-11)
+        assert abs(mean_q[i] - mean) <= 1e-11 * max(abs(mean), np.sqrt(var)), (m[i], s[i])
+        assert_allclose(var_q[i], var, rtol=1e-10)
+
+
+@pytest.mark.parametrize("tier", range(len(_HERMITE_TIERS)))
+def test_tilted_rules_agree_across_each_tier_boundary(tier, monkeypatch):
+    """At the largest standard deviation of each tier, its Gauss-Hermite rule and the rule of the
+    next tier (more nodes, or the composite rule after the last) give log Z, g, h and the tilted
+    variance equal to 1e-10 (3e-10 for the composite rule's variance; the switch between them
+    is continuous to that accuracy), and
+    _tilted_sites uses the first just below the boundary and the second just above it."""
+    top, size = _HERMITE_TIERS[tier]
+    m = np.concatenate([np.linspace(-50, 50, 41), np.linspace(-50, 50, 41)])
+    s = np.concatenate([np.ones(41), -np.ones(41)])
+    v = np.full(m.size, top**2)
+    f0 = _tilted_mode(m, v, s)
+    sd = np.sqrt(v)
+    rule = _tilted_sums(f0, m, v, s, *_hermite_nodes(f0, sd, *_HERMITE_RULES[size]))
+    if tier + 1 < len(_HERMITE_TIERS):
+        following = _hermite_nodes(f0, sd, *_HERMITE_RULES[_HERMITE_TIERS[tier + 1][1]])
+    else:
+        following = _tilted_nodes(f0, sd)
+    other = _tilted_sums(f0, m, v, s, *following)
+    log_Z, g, h, var = rule
+    assert_allclose(log_Z, other[0], rtol=0, atol=1e-10)
+    assert_allclose(g, other[1], rtol=1e-10, atol=1e-14)
+    assert_allclose(h, other[2], rtol=1e-9, atol=1e-10 * np.max(np.abs(h)))
+    # (the composite rule is the less accurate one: its variances are off by up to 1.3e-10
+    # relative against scipy's quadrature at sd = 2.5, the 120-node Hermite rule's by 6e-15)
+    assert_allclose(var, other[3], rtol=1e-10 if tier + 1 < len(_HERMITE_TIERS) else 3e-10)
+    # which rule _tilted_sites takes on either side of the boundary: the sizes it asks for
+    sizes = []
+
+    def recording(f0, sd, x, log_w):
+        sizes.append(x.size)
+        return _hermite_nodes(f0, sd, x, log_w)
+
+    monkeypatch.setattr(gp_ep, "_hermite_nodes", recording)
+    following_size = _HERMITE_TIERS[tier + 1][1] if tier + 1 < len(_HERMITE_TIERS) else None
+    for factor, expected, used in [(1 - 1e-12, rule, size), (1 + 1e-12, other, following_size)]:
+        sizes.clear()
+        w = v * factor
+        site = _tilted_sites(1 / w, m / w, s)
+        assert sizes == ([used] if used else [])
+        assert_allclose(site.log_Z, expected[0], rtol=1e-12, atol=1e-12)
 
 
 def test_tilted_mode_where_plain_newton_cycles():
