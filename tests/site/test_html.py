@@ -462,3 +462,32 @@ def test_fold_buttons_named_by_what_they_show(html_dir, doc):
         if summary.get("aria-label") or not text.startswith("Show"):
             bad.append(f"aria-label {summary.get('aria-label')!r}, text {text!r}")
     assert not bad, f"{doc}: {len(bad)} fold buttons not named by what they show: {sorted(set(bad))[:5]}"
+
+
+@functools.lru_cache(maxsize=None)
+def _book_targets():
+    from coursework import xref
+
+    return xref.book_index(book.ROOT).targets
+
+
+@pytest.mark.parametrize("doc", NOTEBOOK_PAGES)
+def test_code_names_equations_by_number(html_dir, doc):
+    """A label named in a code comment or docstring ("eq-newton") reads as the number the
+    page shows ("(3.2)") in every code and output block (book/_ext/code_labels.py), and the
+    code stays highlighted."""
+    label_re = re.compile(r"\b(?:eq|ex|fig)-[a-z0-9]+(?:-[a-z0-9]+)*\b")
+    targets = _book_targets()
+    source = "\n".join(
+        "".join(c["source"]) for c in json.loads((ROOT / f"{doc}.ipynb").read_text())["cells"]
+        if c["cell_type"] == "code"
+    )
+    named = {m for m in label_re.findall(source) if m in targets}
+    pres = _article(_soup(html_dir, doc)).select("div.cell pre")
+    left = sorted({m for pre in pres for m in label_re.findall(pre.get_text()) if m in targets})
+    assert not left, f"{doc}: labels shown in code: {left}"
+    for label in named:
+        number = targets[label].number
+        holders = [pre for pre in pres if number in pre.get_text()]
+        assert holders, f"{doc}: {label} ({number}) appears in no code block"
+        assert any(pre.find("span") for pre in holders), f"{doc}: the code naming {number} lost its highlighting"
