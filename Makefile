@@ -66,7 +66,7 @@ test: $(STAMP)
 	@$(BIN)/python tests/_system.py
 
 unit: $(STAMP)
-	$(BIN)/python -m pytest $(XDIST) tests blrlib --ignore=tests/site
+	$(BIN)/python -m pytest $(XDIST) tests blrlib coursework --ignore=tests/site
 
 notebooks: $(STAMP)
 	$(BIN)/python -m pytest -o addopts="-p no:cacheprovider" --nbval-lax --nbval-current-env $(XDIST) \
