@@ -331,16 +331,17 @@ def _executed(doc):
 
 def _printed_lines(doc):
     """The code and text-output lines of an executed chapter that the PDF prints: code of cells
-    without hide-input / remove-input / remove-cell, outputs of cells without remove-output /
-    hide-output."""
+    without hide-input / remove-input / remove-cell (answer cells are printed, LatexAnswerCode
+    of book/_ext/coursework_book.py), outputs of cells without remove-output / hide-output."""
     lines = []
     for cell in _executed(doc)["cells"]:
         if cell["cell_type"] != "code":
             continue
         tags = set(cell.get("metadata", {}).get("tags", []))
+        answer = cell.get("metadata", {}).get("nbgrader", {}).get("solution", False)
         if "remove-cell" in tags or "hide-cell" in tags:
             continue
-        if not {"remove-input", "hide-input"} & tags:
+        if not ({"remove-input", "hide-input"} & tags) or ("hide-input" in tags and answer):
             lines += "".join(cell["source"]).splitlines()
         if not {"remove-output", "hide-output"} & tags:
             for out in cell.get("outputs", []):
@@ -415,6 +416,38 @@ def test_appendix_part_page(pages):
     assert len(appendix) == 1, f"{len(appendix)} pages that start with 'Appendix' (want the part page once)"
     following = heads[appendix[0] + 1]
     assert following[:2] == ["APPENDIX", "A"], f"the page after the appendix part page starts {following}"
+
+
+def _answer_cells(doc):
+    """(first code line, hide-input) of the answer cells (nbgrader solution) of a chapter."""
+    cells = []
+    for cell in book.read(ROOT / f"{doc}.ipynb").cells:
+        meta = cell.get("metadata", {})
+        if cell.cell_type == "code" and meta.get("nbgrader", {}).get("solution"):
+            first = next((line.strip() for line in book.source(cell).splitlines()
+                          if line.strip() and not line.strip().startswith("#")), "")
+            cells.append((first, "hide-input" in meta.get("tags", [])))
+    return cells
+
+
+def test_answer_code_is_printed(text, pages):
+    """The website folds the answer code of the exercises (hide-input, "Show the answer
+    code"); the PDF, which cannot unfold, prints it (solutions refer to "the code above",
+    Solution 5.2(c)).  The checks stay folded away, and remove-cell cells (the marking guides)
+    stay out."""
+    flat = "\n".join(re.sub(r"\s+", " ", line).strip() for page in pages for line in page.splitlines())
+    missing, answers = [], 0
+    for doc in NOTEBOOK_PAGES:
+        for first, hidden in _answer_cells(doc):
+            if not hidden or not first:
+                continue
+            answers += 1
+            if re.sub(r"\s+", " ", first) not in flat:
+                missing.append((doc.split("/")[-1], first))
+    print(f"answer cells with hide-input: {answers}, missing from the PDF: {len(missing)}")
+    assert answers >= 10, f"only {answers} hidden answer cells in the chapters"
+    assert not missing, f"{len(missing)} answer cells not printed in the PDF: {missing[:8]}"
+    assert "Marking guide (" not in re.sub(r"\s+", " ", text), "a marking guide (remove-cell) is in the PDF"
 
 
 def test_dataframes_print_as_tables(pages):
