@@ -142,7 +142,7 @@ endif
 PDF_NAME := bayesian-logistic-regression.pdf
 pdf: $(STAMP)
 	@command -v xelatex >/dev/null && command -v latexmk >/dev/null || { \
-	    echo "make pdf needs XeLaTeX and latexmk: apt-get install -y texlive-xetex texlive-latex-extra texlive-fonts-recommended texlive-plain-generic latexmk fonts-freefont-otf fonts-texgyre fonts-texgyre-math"; exit 1; }
+	    echo "make pdf needs XeLaTeX and latexmk: apt-get install -y texlive-xetex texlive-latex-extra texlive-fonts-recommended texlive-plain-generic latexmk fonts-freefont-otf fonts-dejavu-core fonts-texgyre fonts-texgyre-math"; exit 1; }
 	@# figures at 300 dpi in the PDF: an IPython profile of the build's own (book/_ext/latex)
 	@mkdir -p _build/ipython/profile_default && cp book/_ext/latex/ipython_kernel_config.py _build/ipython/profile_default/
 	@# the LaTeX build keeps its own Sphinx environment (_build/.doctrees-latex): in the shared

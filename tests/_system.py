@@ -32,7 +32,7 @@ CHROMIUM = os.environ.get("CHROMIUM", "/usr/bin/chromium")
 # the Debian packages of .ci/run, by tool
 TEX_PACKAGES = (
     "texlive-xetex texlive-latex-extra texlive-latex-recommended texlive-fonts-recommended "
-    "texlive-plain-generic latexmk fonts-freefont-otf fonts-texgyre fonts-texgyre-math poppler-utils"
+    "texlive-plain-generic latexmk fonts-freefont-otf fonts-dejavu-core fonts-texgyre fonts-texgyre-math poppler-utils"
 )
 TOOLS = {
     # name: (what it is for, Debian packages)

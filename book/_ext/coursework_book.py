@@ -35,7 +35,8 @@
    within the text width (column widths from the cells' text); exercises numbered per chapter
    (5.1) as on the website, not per section (jupyter-book's LaTeX sets ``numfig_secnum_depth``
    to 2 for the equations, which sphinx-exercise would number 5.10.1); the appendix chapters
-   lettered (the website does not number them).
+   lettered (the website does not number them); the answer code of the exercises printed
+   (the website folds it, ``hide-input``; the PDF cannot unfold).
 """
 
 from __future__ import annotations
@@ -438,6 +439,30 @@ class LatexPartTitles(SphinxPostTransform):
                 holder.parent.insert(holder.parent.index(holder), nodes.raw("", "\\appendix\n", format="latex"))
 
 
+class LatexAnswerCode(SphinxPostTransform):
+    """The PDF prints the answer code of the exercises.  On the website an answer cell (nbgrader
+    ``solution``, tagged ``hide-input``) is folded behind "Show the answer code";
+    sphinx-jupyterbook-latex drops every ``hide-input`` input from the PDF (priority 400),
+    where nothing can be unfolded, and solutions that refer to "the code above" (Solution
+    5.2(c)) then referred to nothing.  Before that, the answer cells lose their ``hide-input``
+    and get a caption; the checks stay out of the PDF, ``remove-input`` cells never reach it."""
+
+    default_priority = 390
+    formats = ("latex",)
+
+    def run(self, **kwargs):
+        for cell in list(self.document.findall(nodes.container)):
+            if cell.get("nb_element") != "cell_code" or "tag_hide-input" not in cell.get("classes", []):
+                continue
+            meta = cell.get("cell_metadata") or {}
+            if not (meta.get("nbgrader") or {}).get("solution"):
+                continue
+            cell["classes"] = [c for c in cell["classes"] if c != "tag_hide-input"]
+            cell.attributes.pop("hide_mode", None)
+            caption = nodes.paragraph("", "", nodes.emphasis("", "The answer code:"))
+            cell.parent.insert(cell.parent.index(cell), caption)
+
+
 class SolutionTitles(SphinxPostTransform):
     """sphinx-exercise titles a solution "Solution to" + a link whose text starts with a
     space; in LaTeX that space is lost ("Solution toExercise 5.1"), on the website it is
@@ -782,6 +807,7 @@ def setup(app):
     app.add_post_transform(LatexExerciseReferences)
     app.add_post_transform(BibliographyMath)
     app.add_post_transform(LatexPartTitles)
+    app.add_post_transform(LatexAnswerCode)
     app.add_post_transform(SolutionTitles)
     app.add_post_transform(LatexTableColumns)
     app.connect("builder-inited", number_exercises_per_chapter, priority=900)

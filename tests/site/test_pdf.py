@@ -310,3 +310,168 @@ def test_numbering_equals_the_website(pdf, text):
                                              if t.doc == stem and t.kind == "equation"),
                                             key=lambda kt: [int(x) for x in kt[1].number.split(".")])]
         assert in_tex == want, f"{doc}: the LaTeX numbers the equations {in_tex[:5]}..., the website {want[:5]}..."
+
+
+# ------------------------------------------------------------------ code and output (issue 16)
+
+#: the longest code or output line the book allows (tests/test_book.py, the site test)
+CODE_CHARS = 88
+#: Sphinx begins the continuation of a wrapped code or output line with this mark
+CONTINUATION = "\u21aa"
+
+
+def _executed(doc):
+    executed = HTML.parent / "jupyter_execute"
+    if not (executed / f"{doc}.ipynb").exists():
+        executed = PDF.parent.parent / "jupyter_execute"
+    path = executed / f"{doc}.ipynb"
+    assert path.exists(), f"no executed notebook {path} (the PDF build writes it)"
+    return json.loads(path.read_text())
+
+
+def _printed_lines(doc):
+    """The code and text-output lines of an executed chapter that the PDF prints: code of cells
+    without hide-input / remove-input / remove-cell (answer cells are printed, LatexAnswerCode
+    of book/_ext/coursework_book.py), outputs of cells without remove-output / hide-output."""
+    lines = []
+    for cell in _executed(doc)["cells"]:
+        if cell["cell_type"] != "code":
+            continue
+        tags = set(cell.get("metadata", {}).get("tags", []))
+        answer = cell.get("metadata", {}).get("nbgrader", {}).get("solution", False)
+        if "remove-cell" in tags or "hide-cell" in tags:
+            continue
+        if not ({"remove-input", "hide-input"} & tags) or ("hide-input" in tags and answer):
+            lines += "".join(cell["source"]).splitlines()
+        if not {"remove-output", "hide-output"} & tags:
+            for out in cell.get("outputs", []):
+                data = out.get("data", {})
+                if out.get("output_type") == "stream":
+                    lines += "".join(out["text"]).splitlines()
+                elif "text/plain" in data and not {"image/png", "text/latex"} & set(data):
+                    lines += "".join(data["text/plain"]).splitlines()
+    return lines
+
+
+def test_code_and_output_lines_do_not_wrap(pdf, text, pages):
+    """Code and output lines of up to 88 characters fit the code frame (DejaVu Sans Mono at
+    4.65 pt a character, bookprint.sty): no line of a code or output block is wrapped, neither
+    by Sphinx's continuation mark nor found broken in the PDF's text."""
+    wrapped = text.count(CONTINUATION)
+    # every long printed line (70-88 characters) is on one line of the PDF's text
+    flat_lines = {re.sub(r"\s+", " ", line).strip() for page in pages for line in page.splitlines()}
+    flat_text = "\n".join(flat_lines)
+    long_lines, broken = 0, []
+    for doc in NOTEBOOK_PAGES:
+        for line in _printed_lines(doc):
+            line = re.sub(r"\s+", " ", line).strip()
+            if not 70 <= len(line) <= CODE_CHARS or not line.isascii():
+                continue
+            long_lines += 1
+            if line not in flat_text:
+                broken.append((doc.split("/")[-1], line))
+    print(f"continuation marks: {wrapped}; long lines (70-{CODE_CHARS} chars): {long_lines}, "
+          f"not on one line of the PDF: {len(broken)}")
+    assert long_lines > 50, f"only {long_lines} printed lines of 70-{CODE_CHARS} characters found"
+    assert wrapped == 0 and not broken, (
+        f"{wrapped} wrapped code/output lines ({CONTINUATION}); {len(broken)} lines of 70-{CODE_CHARS} "
+        f"characters broken in the PDF: {broken[:6]}")
+
+
+def _table_line_ranges(tex_lines):
+    ranges, start = [], None
+    for i, line in enumerate(tex_lines, 1):
+        if re.match(r"\\begin\{(longtable|tabular|tabulary)\}", line):
+            start = i
+        elif re.match(r"\\end\{(longtable|tabular|tabulary)\}", line) and start:
+            ranges.append((start, i))
+            start = None
+    return ranges
+
+
+def test_table_cells_are_ragged_right(pdf):
+    """Table cells are set ragged right (bookprint.sty): justified, the narrow columns of the
+    instructors' and notation tables stretched their lines into wide gaps, which LaTeX reports
+    as underfull lines.  None may be left in a table."""
+    tex = (PDF.parent / "book.tex").read_text(encoding="utf-8").splitlines()
+    ranges = _table_line_ranges(tex)
+    log = PDF.with_suffix(".log").read_text(errors="replace")
+    underfull = [(int(a), int(bad)) for bad, a in re.findall(
+        r"Underfull \\hbox \(badness (\d+)\) in (?:paragraph|alignment) at lines (\d+)--\d+", log)]
+    in_tables = [(line, bad) for line, bad in underfull if any(s <= line <= e for s, e in ranges)]
+    print(f"tables: {len(ranges)}; underfull lines: {len(underfull)}, in tables: {len(in_tables)}")
+    assert len(ranges) >= 5, f"only {len(ranges)} tables in book.tex"
+    assert not in_tables, f"{len(in_tables)} underfull (stretched) lines in table cells (book.tex line, badness): {in_tables[:10]}"
+
+
+def test_appendix_part_page(pages):
+    """The appendix has one part page that reads "Appendix" (the part pages of Parts I-IV read
+    "Part I" and the title), not "Part V / Appendix"; its chapters are lettered."""
+    heads = [[line.strip() for line in p.splitlines() if line.strip()][:2] for p in pages]
+    numbered = [h for h in heads if h and re.match(r"^Part [IVXLC]+$", h[0])]
+    assert len(numbered) >= 4, f"only {len(numbered)} numbered part pages"
+    assert all(len(h) > 1 and h[1] != "Appendix" for h in numbered), \
+        f"the appendix is a numbered part: {[h for h in numbered if h[1:] == ['Appendix']]}"
+    appendix = [i for i, h in enumerate(heads) if h[:1] == ["Appendix"]]
+    assert len(appendix) == 1, f"{len(appendix)} pages that start with 'Appendix' (want the part page once)"
+    following = heads[appendix[0] + 1]
+    assert following[:2] == ["APPENDIX", "A"], f"the page after the appendix part page starts {following}"
+
+
+def _answer_cells(doc):
+    """(first code line, hide-input) of the answer cells (nbgrader solution) of a chapter."""
+    cells = []
+    for cell in book.read(ROOT / f"{doc}.ipynb").cells:
+        meta = cell.get("metadata", {})
+        if cell.cell_type == "code" and meta.get("nbgrader", {}).get("solution"):
+            first = next((line.strip() for line in book.source(cell).splitlines()
+                          if line.strip() and not line.strip().startswith("#")), "")
+            cells.append((first, "hide-input" in meta.get("tags", [])))
+    return cells
+
+
+def test_answer_code_is_printed(text, pages):
+    """The website folds the answer code of the exercises (hide-input, "Show the answer
+    code"); the PDF, which cannot unfold, prints it (solutions refer to "the code above",
+    Solution 5.2(c)).  The checks stay folded away, and remove-cell cells (the marking guides)
+    stay out."""
+    flat = "\n".join(re.sub(r"\s+", " ", line).strip() for page in pages for line in page.splitlines())
+    missing, answers = [], 0
+    for doc in NOTEBOOK_PAGES:
+        for first, hidden in _answer_cells(doc):
+            if not hidden or not first:
+                continue
+            answers += 1
+            if re.sub(r"\s+", " ", first) not in flat:
+                missing.append((doc.split("/")[-1], first))
+    print(f"answer cells with hide-input: {answers}, missing from the PDF: {len(missing)}")
+    assert answers >= 10, f"only {answers} hidden answer cells in the chapters"
+    assert not missing, f"{len(missing)} answer cells not printed in the PDF: {missing[:8]}"
+    assert "Marking guide (" not in re.sub(r"\s+", " ", text), "a marking guide (remove-cell) is in the PDF"
+
+
+def test_dataframes_print_as_tables(pages):
+    """A pandas DataFrame prints in the PDF as its plain-text table (the LaTeX build uses
+    text/plain), one row to a line: every row of every table (at most 88 characters) is on
+    one line of the PDF's text, none broken in two."""
+    flat = "\n".join(re.sub(r"\s+", " ", line).strip() for page in pages for line in page.splitlines())
+    rows, broken = 0, []
+    for doc in NOTEBOOK_PAGES:
+        for cell in _executed(doc)["cells"]:
+            tags = set(cell.get("metadata", {}).get("tags", []))
+            if cell["cell_type"] != "code" or {"remove-output", "hide-output", "remove-cell"} & tags:
+                continue
+            for out in cell.get("outputs", []):
+                data = out.get("data", {})
+                if "text/html" not in data or "<table" not in "".join(data["text/html"]):
+                    continue
+                for row in "".join(data.get("text/plain", "")).splitlines():
+                    row = re.sub(r"\s+", " ", row).strip()
+                    if len(row) < 12 or not row.isascii():
+                        continue
+                    rows += 1
+                    if row not in flat:
+                        broken.append((doc.split("/")[-1], row))
+    print(f"table rows: {rows}, broken: {len(broken)}")
+    assert rows >= 50, f"only {rows} rows of printed tables found"
+    assert not broken, f"{len(broken)} rows of printed tables not on one line of the PDF: {broken[:6]}"
