@@ -45,6 +45,7 @@ import os
 import pathlib
 import re
 import shutil
+import unicodedata
 import zipfile
 
 from docutils import nodes
@@ -651,11 +652,21 @@ class BibliographyMath(SphinxPostTransform):
                 element.extend(children)
 
 
+def ascii_folded(text):
+    """"Böhning" -> "bohning": the key the bibliography is sorted by (accents dropped, lower case)."""
+    decomposed = unicodedata.normalize("NFKD", text)
+    return "".join(c for c in decomposed if not unicodedata.combining(c)).lower()
+
+
 def _register_author_year_style():
     from pybtex.plugin import register_plugin
     from pybtex.richtext import Text
     from pybtex.style.formatting.plain import Style as PlainStyle
     from pybtex.style.labels import BaseLabelStyle
+    from pybtex.style.sorting.author_year_title import SortingStyle as AuthorYearTitleSorting
+    from pybtex.style.formatting import toplevel
+    from pybtex.style.formatting.unsrt import date, pages
+    from pybtex.style.template import optional, optional_field, sentence, words
 
     def surname(person):
         text = " ".join(person.prelast_names + person.last_names)
@@ -691,11 +702,42 @@ def _register_author_year_style():
                     seen[label] = seen.get(label, -1) + 1
                     yield label + "abcdefghijklmnopqrstuvwxyz"[seen[label]]
 
+    class AuthorYearSorting(AuthorYearTitleSorting):
+        """Sorted by author as the reader reads the name: "B{\\"o}hning" is Bohning (before
+        Brier), not sorted by its TeX braces and backslash."""
+
+        def person_key(self, person):
+            return ascii_folded(Text.from_latex(super().person_key(person)).render_as("text"))
+
     class AuthorYearStyle(PlainStyle):
         default_label_style = "book_author_year"
-        default_sorting_style = "author_year_title"
+        default_sorting_style = "book_author_year"
+
+        def get_inproceedings_template(self, e):
+            # "In Booktitle, pages 282-290, 2013." like an article's "Journal, 9:1-7, 2013."
+            # (plain prints the year as a sentence of its own: "In Booktitle, 282-290. 2013.")
+            return toplevel[
+                sentence[self.format_names("author")],
+                self.format_title(e, "title"),
+                words[
+                    "In",
+                    sentence[
+                        optional[self.format_editor(e, as_sentence=False)],
+                        self.format_btitle(e, "booktitle", as_sentence=False),
+                        self.format_volume_and_series(e, as_sentence=False),
+                        optional[words["pages", pages]],
+                        optional_field("organization"),
+                        optional_field("publisher"),
+                        optional_field("address"),
+                        date,
+                    ],
+                ],
+                sentence[optional_field("note")],
+                self.format_web_refs(e),
+            ]
 
     register_plugin("pybtex.style.labels", "book_author_year", AuthorYearLabels)
+    register_plugin("pybtex.style.sorting", "book_author_year", AuthorYearSorting)
     register_plugin("pybtex.style.formatting", "book_author_year", AuthorYearStyle)
 
 
@@ -722,6 +764,32 @@ class EmptyTableHeaders(SphinxPostTransform):
             if fixed != text:
                 node.children = []
                 node += nodes.Text(fixed)
+
+
+SOLUTION_MARKER_RE = re.compile(rf"^[ \t]*({re.escape(book.BEGIN)}|{re.escape(book.END)})[ \t]*\n?", re.M)
+
+
+class HideSolutionMarkers(SphinxPostTransform):
+    """The nbgrader markers ``### BEGIN SOLUTION`` and ``### END SOLUTION`` of an answer cell
+    are for the student edition (coursework/student.py replaces what they enclose); a reader of
+    the website sees the answer code without them.  Only the website's rendering drops the two
+    lines: the notebooks, the PDF and the downloads keep them."""
+
+    default_priority = 900
+    formats = ("html",)
+
+    def run(self, **kwargs):
+        for block in list(self.document.findall(nodes.literal_block)):
+            text = block.astext()
+            if book.BEGIN not in text and book.END not in text:
+                continue
+            if not any("cell_input" in a.get("classes", []) for a in _ancestors(block)):
+                continue
+            fixed = SOLUTION_MARKER_RE.sub("", text)
+            # Sphinx highlights a literal block only when its rawsource is its text
+            block.rawsource = fixed
+            block.children = []
+            block += nodes.Text(fixed)
 
 
 def visit_hide_cell_input(self, node):
@@ -793,6 +861,7 @@ def setup(app):
     # after pydata-sphinx-theme, which sets its own translator class when the builder starts
     app.connect("builder-inited", bibliography_list_items, priority=900)
     app.add_post_transform(EmptyTableHeaders)
+    app.add_post_transform(HideSolutionMarkers)
     from myst_nb.sphinx_ import HideCodeCellNode, depart_HideCellInput
 
     app.add_node(HideCodeCellNode, override=True, html=(visit_hide_cell_input, depart_HideCellInput))

@@ -491,3 +491,57 @@ def test_code_names_equations_by_number(html_dir, doc):
         holders = [pre for pre in pres if number in pre.get_text()]
         assert holders, f"{doc}: {label} ({number}) appears in no code block"
         assert any(pre.find("span") for pre in holders), f"{doc}: the code naming {number} lost its highlighting"
+
+
+def _folded(text):
+    """"Böhning" -> "bohning" (accents dropped, lower case): how a reader orders names."""
+    import unicodedata
+
+    return "".join(c for c in unicodedata.normalize("NFKD", text) if not unicodedata.combining(c)).lower()
+
+
+def _bibliography_entries(html_dir):
+    if "book/bibliography" not in PAGES:
+        pytest.skip("no bibliography page in the toc")
+    bib = _soup(html_dir, "book/bibliography")
+    out = []
+    for div in bib.select("div.citation"):
+        label = div.find(class_="label").get_text("", strip=True).strip("[]")
+        body = " ".join(p.get_text(" ", strip=True) for p in div.find_all("p"))
+        out.append((label, re.sub(r"\s+", " ", body)))
+    assert len(out) >= 10, f"the bibliography has {len(out)} entries"
+    return out
+
+
+def test_bibliography_sorted_by_the_names_as_read(html_dir):
+    """Issue 16: "Böhning" was sorted after "Brier" (by its TeX spelling B{\\"o}hning); the
+    entries are in the order of their first author's surname with accents folded."""
+    firsts = [_folded(re.split(r" and | et al\.| (?=\d{4}|n\.d\.)", label)[0]) for label, _ in _bibliography_entries(html_dir)]
+    out_of_order = [f"{a!r} before {b!r}" for a, b in zip(firsts, firsts[1:]) if a > b]
+    assert not out_of_order, f"bibliography entries out of order: {out_of_order}"
+
+
+def test_bibliography_entries_end_with_the_year_in_their_last_sentence(html_dir):
+    """Issue 16: proceedings printed "In Booktitle, 282-290. 2013." (pages, then the year as a
+    sentence of its own); every entry ends like an article's "..., 9(2):1-7, 2013." and gives
+    pages as "pages 282-290"."""
+    entries = _bibliography_entries(html_dir)
+    bad = [f"{label}: ...{text[-70:]}" for label, text in entries
+           if re.search(r"\d\s*\.\s+(\d{4}[a-z]?)\s*\.\s*$", text) or re.search(r", \d+[–-]\d+[.,]", text)]
+    assert not bad, "entries whose year stands apart or whose pages are bare:\n" + "\n".join(bad)
+    assert any("pages " in text for _, text in entries), "no proceedings entry with pages to check"
+
+
+@pytest.mark.parametrize("doc", NOTEBOOK_PAGES)
+def test_answer_code_shows_no_nbgrader_markers(html_dir, doc):
+    """Issue 16: the website showed the nbgrader lines "### BEGIN SOLUTION" / "### END
+    SOLUTION" in each answer's code; the notebooks keep them (the student edition needs
+    them), the rendered page drops them and keeps the answer code between them."""
+    nb = nbformat.read(ROOT / f"{doc}.ipynb", as_version=4)
+    answers = [c.source for c in nb.cells if c.cell_type == "code" and book.BEGIN in c.source]
+    page = "\n".join(pre.get_text() for pre in _article(_soup(html_dir, doc)).select("div.cell_input pre"))
+    shown = [m for m in (book.BEGIN, book.END) if m in page]
+    assert not shown, f"{doc}: the page shows {shown}"
+    for source in answers:
+        body = source.split(book.BEGIN, 1)[1].split(book.END, 1)[0].strip().splitlines()
+        assert body and body[0].strip() in page, f"{doc}: the answer code {body[:1]} is not on the page"
