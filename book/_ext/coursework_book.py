@@ -766,22 +766,27 @@ class EmptyTableHeaders(SphinxPostTransform):
                 node += nodes.Text(fixed)
 
 
-SOLUTION_MARKER_RE = re.compile(rf"^[ \t]*({re.escape(book.BEGIN)}|{re.escape(book.END)})[ \t]*\n?", re.M)
+SOLUTION_MARKER_RE = re.compile(
+    rf"^[ \t]*({re.escape(book.BEGIN)}|{re.escape(book.END)}|{re.escape(book.HIDDEN_BEGIN)}"
+    rf"|{re.escape(book.HIDDEN_END)})[ \t]*\n?",
+    re.M,
+)
 
 
 class HideSolutionMarkers(SphinxPostTransform):
-    """The nbgrader markers ``### BEGIN SOLUTION`` and ``### END SOLUTION`` of an answer cell
-    are for the student edition (coursework/student.py replaces what they enclose); a reader of
-    the website sees the answer code without them.  Only the website's rendering drops the two
-    lines: the notebooks, the PDF and the downloads keep them."""
+    """The nbgrader markers ``### BEGIN SOLUTION`` and ``### END SOLUTION`` of an answer cell,
+    and ``### BEGIN HIDDEN TESTS`` / ``### END HIDDEN TESTS`` of a check cell, are for the
+    student edition (coursework/student.py replaces or removes what they enclose); a reader of
+    the website or the PDF sees the code without them.  The notebooks and the downloads keep
+    them."""
 
     default_priority = 900
-    formats = ("html",)
+    formats = ("html", "latex")
 
     def run(self, **kwargs):
         for block in list(self.document.findall(nodes.literal_block)):
             text = block.astext()
-            if book.BEGIN not in text and book.END not in text:
+            if not SOLUTION_MARKER_RE.search(text):
                 continue
             if not any("cell_input" in a.get("classes", []) for a in _ancestors(block)):
                 continue

@@ -535,12 +535,13 @@ def test_bibliography_entries_end_with_the_year_in_their_last_sentence(html_dir)
 @pytest.mark.parametrize("doc", NOTEBOOK_PAGES)
 def test_answer_code_shows_no_nbgrader_markers(html_dir, doc):
     """Issue 16: the website showed the nbgrader lines "### BEGIN SOLUTION" / "### END
-    SOLUTION" in each answer's code; the notebooks keep them (the student edition needs
+    SOLUTION" in each answer's code (and a check cell's "### BEGIN/END HIDDEN TESTS" would
+    show); the notebooks keep them (the student edition needs
     them), the rendered page drops them and keeps the answer code between them."""
     nb = nbformat.read(ROOT / f"{doc}.ipynb", as_version=4)
     answers = [c.source for c in nb.cells if c.cell_type == "code" and book.BEGIN in c.source]
     page = "\n".join(pre.get_text() for pre in _article(_soup(html_dir, doc)).select("div.cell_input pre"))
-    shown = [m for m in (book.BEGIN, book.END) if m in page]
+    shown = [m for m in (book.BEGIN, book.END, book.HIDDEN_BEGIN, book.HIDDEN_END) if m in page]
     assert not shown, f"{doc}: the page shows {shown}"
     for source in answers:
         body = source.split(book.BEGIN, 1)[1].split(book.END, 1)[0].strip().splitlines()

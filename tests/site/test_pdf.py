@@ -7,6 +7,7 @@ BOOK_PDF points at the PDF (default _build/latex/book.pdf); BOOK_PDF_REQUIRED=1 
 pdftotext, pdfimages), which .ci/run installs with TeX Live.
 """
 
+import functools
 import json
 import os
 import pathlib
@@ -329,10 +330,24 @@ def _executed(doc):
     return json.loads(path.read_text())
 
 
+@functools.lru_cache(maxsize=None)
+def _label_numbers():
+    from coursework import xref
+
+    return xref.book_index(book.ROOT).targets
+
+
 def _printed_lines(doc):
     """The code and text-output lines of an executed chapter that the PDF prints: code of cells
     without hide-input / remove-input / remove-cell (answer cells are printed, LatexAnswerCode
-    of book/_ext/coursework_book.py), outputs of cells without remove-output / hide-output."""
+    of book/_ext/coursework_book.py), outputs of cells without remove-output / hide-output;
+    with labels written as numbers, as book/_ext/code_labels.py prints them."""
+    from coursework import xref
+
+    return [xref.number_code_labels(line, _label_numbers()) for line in _printed_cell_lines(doc)]
+
+
+def _printed_cell_lines(doc):
     lines = []
     for cell in _executed(doc)["cells"]:
         if cell["cell_type"] != "code":
@@ -426,7 +441,9 @@ def _answer_cells(doc):
         if cell.cell_type == "code" and meta.get("nbgrader", {}).get("solution"):
             first = next((line.strip() for line in book.source(cell).splitlines()
                           if line.strip() and not line.strip().startswith("#")), "")
-            cells.append((first, "hide-input" in meta.get("tags", [])))
+            from coursework import xref
+
+            cells.append((xref.number_code_labels(first, _label_numbers()), "hide-input" in meta.get("tags", [])))
     return cells
 
 
@@ -448,6 +465,9 @@ def test_answer_code_is_printed(text, pages):
     assert answers >= 10, f"only {answers} hidden answer cells in the chapters"
     assert not missing, f"{len(missing)} answer cells not printed in the PDF: {missing[:8]}"
     assert "Marking guide (" not in re.sub(r"\s+", " ", text), "a marking guide (remove-cell) is in the PDF"
+    # the nbgrader lines are for the student edition (HideSolutionMarkers)
+    shown = [m for m in ("BEGIN SOLUTION", "END SOLUTION", "HIDDEN TESTS") if m in text]
+    assert not shown, f"the PDF prints the nbgrader markers {shown}"
 
 
 def test_dataframes_print_as_tables(pages):
