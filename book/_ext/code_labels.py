@@ -35,7 +35,9 @@ class CodeLabelNumbers(SphinxPostTransform):
     default_priority = 800
 
     def run(self, **kwargs):
-        if not _TARGETS or not str(self.env.doc2path(self.env.docname)).endswith(".ipynb"):
+        # the LaTeX builder resolves the whole book as one tree under the root page's name
+        notebook = str(self.env.doc2path(self.env.docname)).endswith(".ipynb")
+        if not _TARGETS or not (notebook or self.app.builder.format == "latex"):
             return
         for block in list(self.document.findall(nodes.literal_block)):
             text = block.astext()

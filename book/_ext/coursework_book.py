@@ -788,7 +788,8 @@ class HideSolutionMarkers(SphinxPostTransform):
             text = block.astext()
             if not SOLUTION_MARKER_RE.search(text):
                 continue
-            if not any("cell_input" in a.get("classes", []) for a in _ancestors(block)):
+            in_cell = any("cell_input" in a.get("classes", []) for a in _ancestors(block))
+            if not in_cell and self.app.builder.format != "latex":  # LaTeX: cells unwrapped
                 continue
             fixed = SOLUTION_MARKER_RE.sub("", text)
             # Sphinx highlights a literal block only when its rawsource is its text
