@@ -20,6 +20,8 @@ SOLUTION_RE = re.compile(r"^(?P<fence>`{3,}|:{3,})\{solution\}[ \t]*(?P<target>\
 GATED_RE = re.compile(r"\{(exercise|solution)-(start|end)\}")
 BEGIN, END = "### BEGIN SOLUTION", "### END SOLUTION"
 HIDDEN_BEGIN, HIDDEN_END = "### BEGIN HIDDEN TESTS", "### END HIDDEN TESTS"
+#: a label of the book's equations, exercises and figures as code names it ("eq-newton")
+CODE_LABEL_PATTERN = r"\b(?:eq|ex|fig)-[a-z0-9]+(?:-[a-z0-9]+)*\b"
 
 
 def toc_files(toc):
@@ -402,7 +404,7 @@ def _coding_problems(nb, e, where):
             problems.append(f"{where}: answer cell {a} {stub}")
     if "hide-input" not in nb.cells[a].metadata.get("tags", []):
         problems.append(f"{where}: answer cell {a} is not tagged hide-input")
-    label = re.search(r"\b(?:eq|ex|fig)-[a-z0-9]+(?:-[a-z0-9]+)*\b", source(nb.cells[c]))
+    label = re.search(CODE_LABEL_PATTERN, source(nb.cells[c]))
     if label:
         problems.append(
             f"{where}: check cell {c} names the label {label.group(0)}; say it in words (the "

@@ -61,7 +61,7 @@ class BookIndex:
 
 CODE_LABEL_RE = re.compile(
     r"(?P<before>(?:\b(?:[Ee]q\.|[Ee]quation|[Ee]xercise|[Ff]ig\.|[Ff]igure) )|\(?)"
-    r"(?P<label>\b(?:eq|ex|fig)-[a-z0-9]+(?:-[a-z0-9]+)*\b)(?P<after>\)?)"
+    rf"(?P<label>{book.CODE_LABEL_PATTERN})(?P<after>\)?)"
 )
 
 
