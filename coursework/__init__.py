@@ -4,8 +4,10 @@ The chapters follow nbgrader's conventions (DESIGN.md "Book conventions", CONVEN
 4): each coding exercise is a markdown cell with an ``{exercise}`` directive and a ``:label:``,
 one answer cell (nbgrader ``solution: true``, grade id ``<label>-answer``) that states outside
 its solution markers what to write, and right after it one check cell (nbgrader ``grade: true``,
-``points > 0``, grade id ``<label>-check``) that assigns ``check_values``; a pen-and-paper
-exercise has one markdown answer cell right after its ``{exercise}`` cell, graded by hand.
+``points > 0``, grade id ``<label>-check``) that assigns ``check_values``, and, when the
+exercise also asks a question in words, right after the check one markdown answer cell for that
+written part (grade id ``<label>-written``, graded by hand); a pen-and-paper exercise has one
+markdown answer cell right after its ``{exercise}`` cell, graded by hand.
 
 Modules: :mod:`coursework.book` (the toc, the exercises, the structure checks),
 :mod:`coursework.student` (``make student``), :mod:`coursework.values` (``check_values``:

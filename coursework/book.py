@@ -89,7 +89,10 @@ def tolerances(cell):
 @dataclasses.dataclass
 class Exercise:
     """One ``{exercise}`` of a chapter with the cells that belong to it: for a coding exercise
-    its answer and check cells, for a pen-and-paper exercise its markdown answer cell."""
+    its answer and check cells (and, when it also asks a question in words, the markdown answer
+    cell of that written part right after the check), for a pen-and-paper exercise its markdown
+    answer cell.  ``points`` are the points of the check (coding) or of the answer cell (pen and
+    paper); ``written_points`` those of the written part."""
 
     label: str
     title: str
@@ -97,7 +100,9 @@ class Exercise:
     answers: list = dataclasses.field(default_factory=list)  # indices of code answer cells
     checks: list = dataclasses.field(default_factory=list)  # indices of check cells
     manual: list = dataclasses.field(default_factory=list)  # indices of markdown answer cells
+    written: list = dataclasses.field(default_factory=list)  # a coding exercise's written part
     points: float = 0.0
+    written_points: float = 0.0
     has_solution: bool = False
 
     @property
@@ -117,6 +122,41 @@ class Exercise:
     def check_id(self):
         return f"{self.label}-check"
 
+    @property
+    def written_id(self):
+        return f"{self.label}-written"
+
+    @property
+    def hand_parts(self):
+        """What of this exercise is graded by hand, as :class:`HandPart`: the answer of a
+        pen-and-paper exercise, or the written part of a coding exercise."""
+        if self.by_hand:
+            return [HandPart(self.label, self.answer_id, self.points, self.title, written=False)]
+        if self.coding and self.written:
+            return [
+                HandPart(
+                    self.label + WRITTEN_SUFFIX, self.written_id, self.written_points, self.title, written=True
+                )
+            ]
+        return []
+
+
+#: how the grades name the written part of a coding exercise: "ex-laplace-cov (written)"
+WRITTEN_SUFFIX = " (written)"
+
+
+@dataclasses.dataclass(frozen=True)
+class HandPart:
+    """An answer graded by hand: ``label`` as the grades name it (the exercise's label, with
+    :data:`WRITTEN_SUFFIX` for a written part), the ``answer_id`` (grade id) of its markdown cell,
+    its ``points`` and the exercise's ``title``."""
+
+    label: str
+    answer_id: str
+    points: float
+    title: str = ""
+    written: bool = False
+
 
 def read(path):
     return nbformat.read(str(path), as_version=4)
@@ -128,8 +168,12 @@ def exercises(nb):
     for i, cell in enumerate(nb.cells):
         text = source(cell)
         if current is not None and is_manual_answer(cell):
-            current.manual.append(i)
-            current.points += _points(cell)
+            if current.coding:  # after the code: the written part of a coding exercise
+                current.written.append(i)
+                current.written_points += _points(cell)
+            else:
+                current.manual.append(i)
+                current.points += _points(cell)
         elif cell.cell_type == "markdown":
             for m in EXERCISE_RE.finditer(text):
                 lab = LABEL_RE.search(text, m.end())
@@ -339,10 +383,15 @@ def structure_problems(nb, name="notebook"):
         if not e.has_solution:
             problems.append(f"{where}: no {{solution}} directive for it")
         if e.coding and e.manual:
-            problems.append(f"{where}: has both code answer/check cells and a markdown answer cell")
+            problems.append(
+                f"{where}: has a markdown answer cell before its code answer/check cells (a "
+                "coding exercise's written part comes right after its check cell)"
+            )
             continue
         if e.coding:
             problems += _coding_problems(nb, e, where)
+            if e.written:
+                problems += _written_problems(nb, e, where)
         elif e.manual:
             problems += _manual_problems(nb, e, where)
         else:
@@ -351,7 +400,7 @@ def structure_problems(nb, name="notebook"):
                 "cell, a pen-and-paper exercise a markdown answer cell right after it)"
             )
     # grade cells that belong to no exercise, or sit after the wrong one
-    owned = {i for e in exs for i in e.answers + e.checks + e.manual}
+    owned = {i for e in exs for i in e.answers + e.checks + e.manual + e.written}
     for i, cell in enumerate(nb.cells):
         text = source(cell)
         if (
@@ -452,31 +501,46 @@ def _metadata_problems(what, meta, points=False, **want):
 
 
 def _manual_problems(nb, e, where):
+    """The answer cell of a pen-and-paper exercise: one markdown cell right after the exercise
+    cell, graded by hand (grade id ``<label>-answer``), holding the marking guide."""
     if len(e.manual) != 1:
         return [f"{where}: {len(e.manual)} markdown answer cells (need exactly 1)"]
-    i = e.manual[0]
+    return _hand_cell_problems(nb, e.manual[0], e.cell, "exercise", e.answer_id, f"{where}: answer")
+
+
+def _written_problems(nb, e, where):
+    """The written part of a coding exercise: one markdown answer cell right after the check
+    cell, graded by hand (grade id ``<label>-written``), holding the marking guide."""
+    if len(e.written) != 1:
+        return [f"{where}: {len(e.written)} markdown answer cells after its code (need at most 1)"]
+    return _hand_cell_problems(
+        nb, e.written[0], e.checks[-1], "check", e.written_id, f"{where}: written answer"
+    )
+
+
+def _hand_cell_problems(nb, i, after, after_what, gid, where):
+    """What is wrong with the markdown cell ``i`` graded by hand: not right after cell ``after``
+    (the ``after_what`` cell), metadata other than nbgrader's for it, no remove-cell tag, empty."""
     problems = []
-    if i != e.cell + 1:
+    if i != after + 1:
         problems.append(
-            f"{where}: the markdown answer cell (cell {i}) does not immediately follow "
-            f"the exercise cell (cell {e.cell})"
+            f"{where} cell (cell {i}) does not immediately follow the {after_what} cell (cell {after})"
         )
     problems += _metadata_problems(
-        f"{where}: answer cell {i}",
+        f"{where} cell {i}",
         nbgrader_meta(nb.cells[i]),
         solution=True,
         grade=True,
-        grade_id=e.answer_id,
+        grade_id=gid,
         locked=False,
         points=True,
     )
     if "remove-cell" not in nb.cells[i].metadata.get("tags", []):
         problems.append(
-            f"{where}: answer cell {i} is not tagged remove-cell (its marking guide "
-            "must not show on the website)"
+            f"{where} cell {i} is not tagged remove-cell (its marking guide must not show on the website)"
         )
     if not source(nb.cells[i]).strip():
-        problems.append(f"{where}: answer cell {i} is empty (write the marking guide in it)")
+        problems.append(f"{where} cell {i} is empty (write the marking guide in it)")
     return problems
 
 
@@ -529,13 +593,14 @@ def chapter_summary(nb):
 
 def estimate_minutes(nb, exs=None):
     """Estimated study time when a chapter states none: 100 words of prose a minute, one minute
-    per code cell, 15 minutes per coding and 10 per pen-and-paper exercise, rounded up to 5."""
+    per code cell, 15 minutes per coding exercise (5 more with a written part) and 10 per
+    pen-and-paper exercise, rounded up to 5."""
     exs = exercises(nb) if exs is None else exs
     words = sum(
         len(source(c).split()) for c in nb.cells if c.cell_type == "markdown" and not is_manual_answer(c)
     )  # not the marking guides
     code = sum(1 for c in nb.cells if c.cell_type == "code")
-    minutes = words / 100 + code + sum(15 if e.coding else 10 for e in exs)
+    minutes = words / 100 + code + sum((15 if e.coding else 10) + 5 * bool(e.written) for e in exs)
     return 5 * math.ceil(minutes / 5)
 
 

@@ -66,7 +66,8 @@ def feedback_pages(rows, by_hand, names):
         for e, where in answers.get((student, chapter), []):
             text = spooled_answer(where, e.answer_id)
             text = "(no answer)" if not text or text.strip() == "YOUR ANSWER HERE" else text[:BY_HAND_CHARS]
-            body += [f"<h2>{esc(e.label)}: your pen-and-paper answer, as text</h2>", f"<pre>{esc(text)}</pre>"]
+            kind = "written" if e.written else "pen-and-paper"
+            body += [f"<h2>{esc(e.label)}: your {kind} answer, as text</h2>", f"<pre>{esc(text)}</pre>"]
         page = (
             "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
             "<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; style-src 'unsafe-inline'\">"

@@ -400,11 +400,11 @@ class GradingRun:
         for sub, (srows, _run, answers) in zip(subs, graded):
             answers = answers or {}
             rows += srows
-            for e in chapters[sub.chapter].by_hand:
+            for part in chapters[sub.chapter].hand_parts:
                 rows.append(
-                    Row(sub.student, sub.chapter, e.label, None, e.points, "", "graded by hand: the answer is in by_hand.md")
+                    Row(sub.student, sub.chapter, part.label, None, part.points, "", "graded by hand: the answer is in by_hand.md")
                 )
-                by_hand.append((sub.student, sub.chapter, e, answers))
+                by_hand.append((sub.student, sub.chapter, part, answers))
         # what changed while grading
         changed = []
         for sub in subs:

@@ -28,8 +28,8 @@ grades it with :func:`coursework.grade.grade_folder` exactly as ``make grade`` d
 chapters, each with ``name``, ``score``, ``max_score``, ``output`` (for a miss the reason a
 student may read, :func:`coursework.feedback.feedback_reason`, never a reference value),
 ``status`` and ``visibility``; an exercise of a chapter that was not handed in scores 0 with
-a test saying so; a pen-and-paper exercise is a test of ``max_score`` 0 that says it is graded
-by hand (grade it on Gradescope); files that were not graded, and how the notebook was
+a test saying so; a pen-and-paper exercise, and the written part of a coding exercise, is a
+test of ``max_score`` 0 that says it is graded by hand (grade it on Gradescope); files that were not graded, and how the notebook was
 isolated, go to the top-level ``output``.  ``results.json`` is written whatever happens: if
 grading itself fails, every exercise scores 0 and the output says why.
 
@@ -374,6 +374,10 @@ def _sandbox_works(limits, hidden):
         return str(exc)
 
 
+def _hand_kind(exercise):
+    return "written answer" if exercise.endswith(book.WRITTEN_SUFFIX) else "pen-and-paper exercise"
+
+
 def results(rows, chapters, config_chapters, notes):
     """Gradescope's results dictionary from the rows of :func:`coursework.grade.grade_folder`
     (``chapters``: name -> :class:`coursework.sources.Chapter`)."""
@@ -389,7 +393,7 @@ def results(rows, chapters, config_chapters, notes):
                     "name": name,
                     "score": 0.0,
                     "max_score": 0.0,
-                    "output": f"pen-and-paper exercise ({r.max_points:g} points): graded by hand",
+                    "output": f"{_hand_kind(r.exercise)} ({r.max_points:g} points): graded by hand",
                     "visibility": "visible",
                 }
             )

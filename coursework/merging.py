@@ -34,7 +34,7 @@ def merge(source_nb, submitted):
     exs = book.exercises(source_nb)
     label_of = {}
     for e in exs:
-        label_of[e.answer_id] = label_of[e.check_id] = e.label
+        label_of[e.answer_id] = label_of[e.check_id] = label_of[e.written_id] = e.label
     src_by_id = {grade_id(c): c for c in source_nb.cells if grade_id(c)}
     # what the student edition holds: answers as stubs, check cells without their hidden tests
     stub_nb, _ = ClearSolutions(enforce_metadata=False).preprocess(copy.deepcopy(source_nb), {})
@@ -129,11 +129,11 @@ def runner_args(limits, nb):
 
 
 def by_hand_answers(chapter, cells):
-    """``{grade id: text}`` of the pen-and-paper answers of ``chapter`` among a submission's
-    ``cells`` (the first cell of each grade id, as :func:`merge` takes it; at most
-    ``BY_HAND_CHARS`` + 1 characters): only the chapter's own answer cells, however many
-    markdown cells with grade ids a student adds."""
-    wanted = {e.answer_id for e in chapter.by_hand}
+    """``{grade id: text}`` of the answers graded by hand of ``chapter`` (pen-and-paper
+    exercises and written parts) among a submission's ``cells`` (the first cell of each grade
+    id, as :func:`merge` takes it; at most ``BY_HAND_CHARS`` + 1 characters): only the chapter's
+    own answer cells, however many markdown cells with grade ids a student adds."""
+    wanted = {p.answer_id for p in chapter.hand_parts}
     answers = {}
     for ct, src, gid in cells:
         if ct == "markdown" and gid in wanted and gid not in answers:

@@ -113,7 +113,8 @@ def spooled_answer(where, gid):
 
 
 def _by_hand_section(student, chapter, e, text):
-    lines = [f"## {shown(student)}, {chapter}, {e.label} ({e.points:g} points)", ""]
+    points = f"{e.points:g} point" + ("" if e.points == 1 else "s")
+    lines = [f"## {shown(student)}, {chapter}, {e.label} ({points})", ""]
     if text is None or not text.strip() or text.strip() == "YOUR ANSWER HERE":
         lines += ["(no answer)", ""]
     else:

@@ -33,6 +33,12 @@ class Chapter:
     def by_hand(self):
         return [e for e in book.exercises(self.nb) if e.by_hand]
 
+    @property
+    def hand_parts(self):
+        """The answers graded by hand (:class:`coursework.book.HandPart`): pen-and-paper
+        exercises and the written parts of coding exercises."""
+        return [p for e in book.exercises(self.nb) for p in e.hand_parts]
+
     def tolerances(self, e):
         return book.tolerances(self.nb.cells[e.checks[0]])
 

@@ -7,7 +7,8 @@ nbconvert's :class:`~nbconvert.exporters.NotebookExporter` runs, in order:
 2. nbgrader's ``ClearSolutions``: the code between ``### BEGIN SOLUTION`` and
    ``### END SOLUTION`` becomes ``# YOUR CODE HERE`` / ``raise NotImplementedError()`` (what the
    answer cell says outside the markers, the ``def`` line or the comment naming the value,
-   stays), and the markdown answer cell of a pen-and-paper exercise becomes "YOUR ANSWER HERE";
+   stays), and the markdown answer cell of a pen-and-paper exercise, or of a coding exercise's
+   written part, becomes "YOUR ANSWER HERE";
 3. nbgrader's ``ClearHiddenTests``: the lines of a check cell between ``### BEGIN HIDDEN
    TESTS`` and ``### END HIDDEN TESTS`` (assertions that would give the answer away) are
    removed; the grader runs the whole check cell of the source
@@ -229,12 +230,14 @@ class ResolveBookReferences(Preprocessor):
         exercises = {}
         for e in book.exercises(self.source_nb):
             number = self.index.targets[e.label].number if e.label in self.index.targets else ""
-            exercises[e.answer_id] = (e, number)
+            exercises[e.answer_id] = (e, number, "code" if e.coding else "paper")
+            if e.written:
+                exercises[e.written_id] = (e, number, "written")
         out = []
         for cell in cells:
             gid = book.nbgrader_meta(cell).get("grade_id")
             if gid in exercises and (book.is_answer(cell) or book.is_manual_answer(cell)):
-                out.append(answer_marker(*exercises[gid], coding=book.is_answer(cell)))
+                out.append(answer_marker(*exercises[gid]))
             out.append(cell)
         return out
 
@@ -243,13 +246,23 @@ def _points(p):
     return f"{p:g} point" + ("" if p == 1 else "s")
 
 
-def answer_marker(exercise, number, coding):
-    """The marked cell above an answer cell: which exercise, what to write, how many points."""
+def answer_marker(exercise, number, kind):
+    """The marked cell above an answer cell of ``kind`` ``"code"``, ``"written"`` (the part of a
+    coding exercise answered in words) or ``"paper"``: which exercise, what to write, how many
+    points."""
     title = f"Exercise {number}".strip() + (f" ({exercise.title})" if exercise.title else "")
-    if coding:
+    if kind == "code":
         what = ("Write your code in the cell below, in place of `raise NotImplementedError()`, "
                 "keeping the names its first lines state. The check cell after it compares your "
                 f"values with the instructor's: {_points(exercise.points)}, graded automatically.")
+        if exercise.written:
+            what += " The questions in words have their own answer cell after the check."
+    elif kind == "written":
+        title += ", in words"
+        what = ("Answer the questions of this exercise that ask for words (why, what you "
+                "see, how it compares) in the cell below, in place of YOUR ANSWER HERE "
+                "(Markdown, with `$...$` for mathematics; quote the numbers your code printed): "
+                f"{_points(exercise.written_points)}, graded by hand.")
     else:
         what = ("Write your answer in the cell below, in place of YOUR ANSWER HERE (Markdown, "
                 "with `$...$` for mathematics): "

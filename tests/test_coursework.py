@@ -148,9 +148,62 @@ def test_structure_problems_are_found(mutation, expected):
     assert any(expected in p for p in problems), problems
 
 
+def _mutate_b(fn):
+    nb = book.read(FX_B)
+    fn(nb)
+    return book.structure_problems(nb, "fx")
+
+
+def test_written_part_of_a_coding_exercise():
+    """The fixture's ex-fx-grad asks a question in words: a markdown answer cell right after
+    its check, graded by hand (grade id ex-fx-grad-written), beside the check's points."""
+    (e,) = book.exercises(book.read(FX_B))
+    assert (e.coding, e.by_hand, e.points, e.written, e.written_points) == (True, False, 2.0, [5], 1.0)
+    assert e.hand_parts == [
+        book.HandPart("ex-fx-grad (written)", "ex-fx-grad-written", 1.0, "The gradient", written=True)
+    ]
+    (paper,) = [e for e in book.exercises(book.read(FX_A)) if e.by_hand]
+    assert paper.hand_parts == [book.HandPart("ex-fx-paper", "ex-fx-paper-answer", 2.0, paper.title)]
+    assert all(not e.hand_parts for e in book.exercises(book.read(FX_A)) if e.coding)
+
+
+@pytest.mark.parametrize(
+    "mutation, expected",
+    [
+        (lambda nb: nb.cells.insert(5, nb.cells.pop(4)), "does not immediately follow"),
+        (lambda nb: nb.cells.insert(3, nb.cells.pop(5)), "markdown answer cell before its code"),
+        (lambda nb: nb.cells.insert(5, copy.deepcopy(nb.cells[5])), "2 markdown answer cells after its code"),
+        (
+            lambda nb: nb.cells[5].metadata.nbgrader.update(grade_id="ex-fx-grad-answer2"),
+            "written answer cell 5 has nbgrader grade_id='ex-fx-grad-answer2', expected 'ex-fx-grad-written'",
+        ),
+        (lambda nb: nb.cells[5].metadata.nbgrader.update(points=0), "written answer cell 5 has points=0"),
+        (lambda nb: nb.cells[5].metadata.update(tags=[]), "not tagged remove-cell"),
+        (lambda nb: nb.cells[5].update(source=""), "is empty"),
+    ],
+)
+def test_written_part_structure_problems_are_found(mutation, expected):
+    assert _mutate_b(lambda nb: None) == []
+    problems = _mutate_b(mutation)
+    assert any(expected in p for p in problems), problems
+
+
+def test_student_edition_marks_the_written_part():
+    nb = student.student_notebook(FX_B)
+    by_id = {book.nbgrader_meta(c).get("grade_id"): i for i, c in enumerate(nb.cells)}
+    i = by_id["ex-fx-grad-written"]
+    assert book.source(nb.cells[i]) == "YOUR ANSWER HERE" and nb.cells[i].cell_type == "markdown"
+    marker = book.source(nb.cells[i - 1])
+    assert "answer-marker" in nb.cells[i - 1].metadata.get("tags", [])
+    assert "in words" in marker.splitlines()[0] and "1 point, graded by hand" in marker
+    code_marker = book.source(nb.cells[by_id["ex-fx-grad-answer"] - 1])
+    assert "2 points, graded automatically" in code_marker and "own answer cell after the check" in code_marker
+    assert "Marking guide" not in "\n".join(book.source(c) for c in nb.cells)
+
+
 def test_grade_ids_unique_in_the_fixture_book():
     ids = [g for p in book.toc_notebooks(FIXTURES) for g in book.grade_ids(book.read(p))]
-    assert len(ids) == len(set(ids)) == 7
+    assert len(ids) == len(set(ids)) == 8
 
 
 def test_book_has_chapters_with_exercises():

@@ -418,6 +418,25 @@ def test_merge_puts_back_deleted_cells():
     assert set(notes) == {"ex-fx-zero", "ex-fx-loglik", "ex-fx-paper"}
 
 
+def test_merge_keeps_the_written_part_and_puts_it_back():
+    """A written answer is the student's (like a pen-and-paper answer); deleted, its empty stub
+    goes back right after the check cell; only the chapter's own answer ids reach by_hand.md."""
+    sub = _student_with_answers(FX_B, {"ex-fx-grad-written": "Because it is a maximum."})
+    nb, notes = grade.merge(book.read(FX_B), sub)
+    by_id = {grade._gid(c): c for c in nb.cells if grade._gid(c)}
+    assert book.source(by_id["ex-fx-grad-written"]) == "Because it is a maximum." and notes == {}
+    chapter = grade.load_chapters(FIXTURES, "_toc.yml")["fx_b_gradient"]
+    cells = grade.parse_submission(nbformat.writes(sub).encode())
+    assert grade.by_hand_answers(chapter, cells) == {"ex-fx-grad-written": "Because it is a maximum."}
+    sub.cells = [c for c in sub.cells if grade._gid(c) != "ex-fx-grad-written"]
+    nb, notes = grade.merge(book.read(FX_B), sub)
+    ids = [grade._gid(c) for c in nb.cells if grade._gid(c)]
+    assert ids == ["ex-fx-grad-answer", "ex-fx-grad-check", "ex-fx-grad-written"]
+    written = next(c for c in nb.cells if grade._gid(c) == "ex-fx-grad-written")
+    assert written.cell_type == "markdown" and book.source(written) == "YOUR ANSWER HERE"
+    assert notes == {"ex-fx-grad": ["answer cell ex-fx-grad-written was deleted; the empty stub was graded"]}
+
+
 def test_write_fresh_never_follows_links(tmp_path):
     decoy = tmp_path / "decoy"
     decoy.mkdir()
@@ -1079,6 +1098,25 @@ def test_pen_and_paper_exercises_are_listed_for_grading_by_hand(graded):
     assert "## instructor, fx_a_sigmoid, ex-fx-paper (2 points)" in text
     assert "Marking guide" in text  # the instructor's own notebook holds the guide
     assert "## empty, fx_a_sigmoid, ex-fx-paper (2 points)\n\n(no answer)" in text
+
+
+def test_written_parts_are_listed_for_grading_by_hand(graded):
+    """ex-fx-grad also asks a question in words: beside its automatic row (the check's 2
+    points) every graded fx_b notebook has a row "ex-fx-grad (written)" of 1 point left empty,
+    and its answer goes to by_hand.md and the student's feedback page."""
+    table = [r for r in graded["table"] if r["chapter"] == "fx_b_gradient"]
+    auto = [r for r in table if r["exercise"] == "ex-fx-grad"]
+    hand = [r for r in table if r["exercise"] == "ex-fx-grad (written)"]
+    assert auto and {r["student"] for r in hand} == {r["student"] for r in auto}
+    assert all(r["max_points"] == "2" for r in auto)
+    assert all(r["points"] == "" and r["max_points"] == "1" and "graded by hand" in r["notes"] for r in hand)
+    text = (graded["out"] / "by_hand.md").read_text()
+    guide = "## instructor, fx_b_gradient, ex-fx-grad (written) (1 point)\n\n> Marking guide (1 point)"
+    assert guide in text  # the instructor's own notebook holds the guide
+    assert "## victim, fx_b_gradient, ex-fx-grad (written) (1 point)\n\n(no answer)" in text
+    page = (graded["out"] / "feedback" / "instructor" / "fx_b_gradient.html").read_text()
+    assert "2 of 2 points graded automatically; 1 more to be graded by hand" in page
+    assert "ex-fx-grad (written): your written answer, as text" in page
 
 
 def test_no_file_outside_the_grades_changed(graded):

@@ -83,6 +83,7 @@ def test_nbgrader_releases_the_student_edition(course):
         assert ours and _graded_cells(released, targets) == ours, path.name
         exercises = book.exercises(book.read(path))
         ids = {e.answer_id for e in exercises} | {e.check_id for e in exercises if e.coding}
+        ids |= {e.written_id for e in exercises if e.written}
         assert ids == {meta["grade_id"] for _, _, meta in ours}, path.name
 
 

@@ -69,9 +69,12 @@ def test_exercises_numbered_and_answers_marked(laplace, index):
         if book.is_answer(cell) or book.is_manual_answer(cell):
             above = book.source(laplace.cells[i - 1])
             gid = book.nbgrader_meta(cell)["grade_id"]
-            e = next(e for e in exercises if e.answer_id == gid)
+            e = next(e for e in exercises if gid in (e.answer_id, e.written_id))
             assert "Your answer: Exercise " + index.targets[e.label].number in above
-            assert f"{e.points:g} point" in above
+            points = e.written_points if gid == e.written_id else e.points
+            assert f"{points:g} point" in above
+            assert ("in words" in above.splitlines()[0]) == (gid == e.written_id)  # the title
+    assert any(e.written for e in exercises)  # the written parts of chapter 5 are marked too
 
 
 def test_metadata_as_jupyterlab_writes_it(laplace):

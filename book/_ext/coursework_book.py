@@ -103,7 +103,7 @@ class CourseworkChapters(_CourseworkDirective):
 
     def run(self):
         lines = ["| Chapter | Estimated time | Coding exercises | Points (graded automatically) "
-                 "| Pen-and-paper exercises | Points (graded by hand) |",
+                 "| Pen-and-paper exercises | Points (graded by hand, with written parts) |",
                  "| :-- | --: | --: | --: | --: | --: |"]
         goals = []
         total_min = total_auto = total_hand = 0
@@ -111,7 +111,8 @@ class CourseworkChapters(_CourseworkDirective):
             doc = _docname(self.env, path)
             coding = [e for e in s["exercises"] if e.coding]
             paper = [e for e in s["exercises"] if e.by_hand]
-            auto, hand = sum(e.points for e in coding), sum(e.points for e in paper)
+            auto = sum(e.points for e in coding)
+            hand = sum(p.points for e in s["exercises"] for p in e.hand_parts)
             total_min += s["minutes"]
             total_auto += auto
             total_hand += hand
@@ -123,7 +124,8 @@ class CourseworkChapters(_CourseworkDirective):
         lines.append(f"| **Total** | **{total_min / 60:.1f} h** | | **{total_auto:g}** | | **{total_hand:g}** |")
         text = "\n".join(lines) + "\n\n" + (
             "Times marked * are estimates (100 words of prose a minute, a minute per code cell, "
-            "15 minutes per coding and 10 per pen-and-paper exercise); the others are stated by "
+            "15 minutes per coding exercise, 5 more with a written part, and 10 per pen-and-paper "
+            "exercise); the others are stated by "
             "the chapter.\n\nLearning goals, as each chapter states them:\n\n") + "\n".join(goals)
         return self.render(text)
 
@@ -142,6 +144,10 @@ class CourseworkPoints(_CourseworkDirective):
                     auto += e.points
                     lines.append(f"| {{ref}}`{e.label}` | {_cell(e.title)} | `{e.check_id}` "
                                  f"| {e.points:g} | automatically |")
+                    for part in e.hand_parts:  # its written part
+                        hand += part.points
+                        lines.append(f"| {{ref}}`{e.label}`, in words | {_cell(e.title)} "
+                                     f"| `{part.answer_id}` | {part.points:g} | by hand |")
                 elif e.by_hand:
                     hand += e.points
                     lines.append(f"| {{ref}}`{e.label}` | {_cell(e.title)} | `{e.answer_id}` "
