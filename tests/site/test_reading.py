@@ -38,8 +38,6 @@ from test_browser import WAIT_MATHJAX_JS, Visit
 VIEWS = [("390", 390, 2), ("1280", 1280, 1), ("1280x2", 1280, 2)]
 # where the line breaks are read (1280x2 breaks as 1280 does: the same CSS width)
 BREAK_VIEWS = ["390", "1280"]
-# equations still broken where they misread at 390 px (issue 16; to be rewritten), by page
-KNOWN_BAD_BREAKS = {"book/05_laplace": ["eq-laplace-cov"], "book/08_rbf_kernel": ["eq-gpr-posterior"]}
 
 EQUATIONS_JS = r"""() => {
   const art = document.querySelector('article.bd-article') || document.querySelector('article') || document.body;
@@ -294,40 +292,82 @@ def test_display_equations_fully_visible(readings, doc, view):
     assert not e["scrolling"], _report(doc, f"display equations that could not be broken (they scroll) at {view}", e["scrolling"])
 
 
-#: Not yet required (issue 16, open): on the first full run under pytest (a fresh clone,
-#: 2026-11-27) MathJax broke three rows a few pixels differently from the build the list below
-#: was made on: (2.8) "p_n" | "(1 - p_n)", (5.19) "1/2" | "(d/lambda ...", an API docstring's
-#: "delta_cc'" | "(k(x*, x*) ...", and (5.9) broke well. The measure runs and is reported in
-#: reading.json; it becomes required once those rows are short enough not to depend on pixels.
-BREAKS_NOT_YET_REQUIRED = pytest.mark.xfail(
-    strict=False, reason="bad-break detection not yet stable between builds (issue 16)"
-)
-
-
-@BREAKS_NOT_YET_REQUIRED
 @pytest.mark.parametrize("view", BREAK_VIEWS)
 @pytest.mark.parametrize("doc", PAGES)
 def test_display_equations_break_where_they_read(readings, doc, view):
     """An equation broken over lines (MathJax 4) keeps a function with its argument, an
-    inverse with its matrix and the left-hand side of an aligned row on one line: the
-    equation's source gives explicit rows short enough for a phone instead."""
+    inverse with its matrix and the left-hand side of an aligned row on one line.  book.js
+    rules those breaks out in the MathML before MathJax lays an equation out (a TeX
+    post-filter), so no width, and no pixel more or less, can bring one back."""
     b = readings[doc][view]["breaks"]
-    bad = [x for x in b["bad"] if not any(f" {label}:" in x for label in KNOWN_BAD_BREAKS.get(doc, ()))]
-    assert not bad, _report(doc, f"display equations broken where they misread at {view}", bad)
-
-
-@BREAKS_NOT_YET_REQUIRED
-@pytest.mark.parametrize("doc", sorted(KNOWN_BAD_BREAKS))
-def test_known_bad_breaks_are_still_bad(readings, doc):
-    """An equation listed in KNOWN_BAD_BREAKS is taken off the list once it breaks well."""
-    bad = readings[doc]["390"]["breaks"]["bad"]
-    fixed = [label for label in KNOWN_BAD_BREAKS[doc] if not any(f" {label}:" in x for x in bad)]
-    assert not fixed, f"{doc}: {fixed} now break where they read: take them off KNOWN_BAD_BREAKS"
+    assert not b["bad"], _report(doc, f"display equations broken where they misread at {view}", b["bad"])
 
 
 def test_line_breaks_are_measured(readings):
     """The test above is not vacuous: at 390 px MathJax breaks many equations over lines."""
     assert sum(readings[d]["390"]["breaks"]["broken"] for d in PAGES) >= 20
+
+
+# a break the detector must flag (\break forces it: "nabla^2 f" | "(w)"), and formulas whose
+# misreading break points book.js must mark linebreak="nobreak" in MathJax's MathML
+FORCED_BAD_BREAK = r"\nabla^2 f \break (\mathbf w) = X^\top S X"
+FIXTURE_JS = r"""async (tex) => {
+  const art = document.querySelector('article.bd-article') || document.querySelector('article') || document.body;
+  const div = document.createElement('div');
+  div.className = 'math';
+  div.id = 'equation-fixture-bad-break';
+  div.textContent = '\\[' + tex + '\\]';
+  art.appendChild(div);
+  await MathJax.typesetPromise([div]);
+  return document.querySelectorAll('#equation-fixture-bad-break mjx-linestack').length;
+}"""
+NOBREAK_JS = r"""() => {
+  const mml = (tex) => new DOMParser().parseFromString(MathJax.tex2mml(tex, {display: true}), 'text/xml');
+  const nobreak = (doc, sel, text) => [...doc.querySelectorAll(sel)].filter(e => e.textContent === text)
+      .map(e => e.getAttribute('linebreak'));
+  const a = mml(String.raw`p_n (1 - p_n)\, \mathbf x_n + \log p(y) + (a + b) + \nabla^2 f(\mathbf w)`);
+  const b = mml(String.raw`\begin{aligned} H(\mathbf w) &= \left(A + B\right)^{-1} \\ &= C \end{aligned}`);
+  const c = mml(String.raw`a \break (b)`);
+  return {
+    brackets: nobreak(a, 'mo', '('),
+    thin_spaces: [...a.querySelectorAll('mspace')].map(e => e.getAttribute('linebreak')),
+    left_cell: [...b.querySelector('mtd').querySelectorAll('mo')].map(e => e.getAttribute('linebreak')),
+    inside_base: [...b.querySelectorAll('msup > mrow:first-child mo')].map(e => e.getAttribute('linebreak')),
+    forced: [...c.querySelectorAll('mspace')].map(e => e.getAttribute('linebreak')),
+  };
+}"""
+
+
+def test_break_detector_flags_a_misreading_break(browser, server):
+    """The detector of misreading breaks is not vacuous: a break forced between a function
+    and its argument, in a fixture equation on a book page at 390 px, is flagged."""
+    v = Visit(browser, server, "book/05_laplace.html", width=390, ratio=2)
+    try:
+        v.page.evaluate(WAIT_MATHJAX_JS)
+        stacks = v.page.evaluate(FIXTURE_JS, FORCED_BAD_BREAK)
+        bad = v.page.evaluate(BREAKS_JS)["bad"]
+    finally:
+        v.close()
+    assert stacks >= 1, "the fixture equation was not broken over lines"
+    assert any("fixture-bad-break: argument apart from its function" in x for x in bad), bad
+
+
+def test_misreading_break_points_are_ruled_out(browser, server):
+    """book.js marks the break points that misread as linebreak="nobreak" in the MathML
+    MathJax lays out: a bracket after an identifier or a function, a thin space, the
+    left-hand cell of an aligned row, the inside of a scripted base; a forced break stays."""
+    v = Visit(browser, server, "book/05_laplace.html", width=390, ratio=2)
+    try:
+        v.page.evaluate(WAIT_MATHJAX_JS)
+        r = v.page.evaluate(NOBREAK_JS)
+    finally:
+        v.close()
+    # p_n (1 ...), p (y) and f (w); not the bracket after "+"
+    assert r["brackets"] == ["nobreak", "nobreak", None, "nobreak"], r
+    assert r["thin_spaces"] and set(r["thin_spaces"]) == {"nobreak"}, r
+    assert r["left_cell"] and set(r["left_cell"]) == {"nobreak"}, r
+    assert r["inside_base"] and set(r["inside_base"]) == {"nobreak"}, r
+    assert r["forced"] == ["newline"], r
 
 
 @pytest.mark.parametrize("view", ["390", "1280"])
