@@ -27,12 +27,13 @@
   //    - an opening bracket that follows an identifier, a function (after its invisible
   //      application), a fraction or a scripted matrix -- "p_n" | "(1 - p_n)" reads as a
   //      product, "nabla^2 f" | "(w)" loses its argument;
-  //    - inside the base of a scripted expression -- "(A" | ")^{-1}" parts an inverse from
-  //      its matrix;
+  //    - inside the base of a scripted expression, or inside a bracket that carries a
+  //      script -- "(K" | "+ sigma^2 I)^{-1}" parts an inverse from its matrix;
   //    - at a thin space between factors (\, \; -- a \quad between two parts may break);
   //    - inside the left-hand cell of an aligned row (its right-hand cells break instead).
   //    The book's tests (tests/site/test_reading.py) look for such breaks at 390 and 1280 px.
   const OPEN_BRACKETS = new Set(["(", "[", "{", "\u27e8", "\u2016", "|", "\u230a", "\u2308"]);
+  const CLOSE_BRACKETS = {")": "(", "]": "[", "}": "{", "\u27e9": "\u27e8", "\u2016": "\u2016", "|": "|"};
   const INVISIBLE_OPS = new Set(["\u2061", "\u2062", "\u2063", "\u2064"]);
   // an explicit break (\break, a newline) is kept
   const noBreak = (x) => {
@@ -64,6 +65,20 @@
       } else if ((node.isKind("msub") || node.isKind("msup") || node.isKind("msubsup"))
                  && node.childNodes[0] && !node.childNodes[0].isToken) {
         noBreakIn(node.childNodes[0]);
+      } else if ((node.isKind("msub") || node.isKind("msup") || node.isKind("msubsup"))
+                 && node.childNodes[0] && node.childNodes[0].isKind("mo")
+                 && CLOSE_BRACKETS[node.childNodes[0].getText()] && node.parent) {
+        // nor inside a bracket that carries a script: "(K" | "+ sigma^2 I)^{-1}" parts an
+        // inverse (a transpose, a power) from its matrix
+        const row = node.parent.childNodes;
+        const open = CLOSE_BRACKETS[node.childNodes[0].getText()];
+        let depth = 0;
+        for (let i = row.indexOf(node) - 1; i >= 0; i--) {
+          const t = row[i].isKind("mo") ? row[i].getText() : null;
+          if (t === node.childNodes[0].getText() && t !== open) depth++;
+          if (t === open) { if (depth === 0) break; depth--; }
+          noBreakIn(row[i]);
+        }
       } else if (node.isKind("mspace") && !/^[1-9][\d.]*em$/.test(String(node.attributes.get("width")))) {
         // nor at a thin space between factors ("p_n (1 - p_n)\," | "x_n x_n^T"); a \quad breaks
         noBreak(node);
