@@ -20,6 +20,86 @@
 (() => {
   "use strict";
 
+  // 4. Where MathJax may break a display equation (its automatic line breaking at the column's
+  //    width).  MathJax breaks at operators; a few of those breaks misread, and which of them
+  //    MathJax picks depends on a few pixels of width, so they are ruled out before layout, in
+  //    the MathML of every formula (a TeX post-filter), at every width:
+  //    - an opening bracket that follows an identifier, a function (after its invisible
+  //      application), a fraction or a scripted matrix -- "p_n" | "(1 - p_n)" reads as a
+  //      product, "nabla^2 f" | "(w)" loses its argument;
+  //    - inside the base of a scripted expression, or inside a bracket that carries a
+  //      script -- "(K" | "+ sigma^2 I)^{-1}" parts an inverse from its matrix;
+  //    - at a thin space between factors (\, \; -- a \quad between two parts may break);
+  //    - inside the left-hand cell of an aligned row (its right-hand cells break instead).
+  //    The book's tests (tests/site/test_reading.py) look for such breaks at 390 and 1280 px.
+  const OPEN_BRACKETS = new Set(["(", "[", "{", "\u27e8", "\u2016", "|", "\u230a", "\u2308"]);
+  const CLOSE_BRACKETS = {")": "(", "]": "[", "}": "{", "\u27e9": "\u27e8", "\u2016": "\u2016", "|": "|"};
+  const INVISIBLE_OPS = new Set(["\u2061", "\u2062", "\u2063", "\u2064"]);
+  // an explicit break (\break, a newline) is kept
+  const noBreak = (x) => {
+    if (x.attributes.getExplicit("linebreak") !== "newline") x.attributes.set("linebreak", "nobreak");
+  };
+  const noBreakIn = (node) => node.walkTree((x) => { if (x.isKind("mo") || x.isKind("mspace")) noBreak(x); });
+  const isOperator = (n) => n.isKind("mo") && !INVISIBLE_OPS.has(n.getText());
+  const keepBreaksWhereTheyRead = ({data}) => {
+    data.root.walkTree((node) => {
+      if (node.isKind("mo") && OPEN_BRACKETS.has(node.getText())) {
+        // what stands before the bracket on its line: climb while it opens its row
+        let n = node;
+        while (n.parent && n.parent.childNodes.indexOf(n) === 0
+               && (n.parent.isKind("mrow") || n.parent.isKind("TeXAtom") || n.parent.isInferred)) n = n.parent;
+        const row = n.parent ? n.parent.childNodes : [];
+        let i = row.indexOf(n) - 1;
+        while (i >= 0 && row[i].isKind("mspace")) i--;
+        if (i >= 0 && !isOperator(row[i])) {
+          // nor at a space between them ("(2 pi)^{d/2}\," | "|A|")
+          for (let k = i; k < row.indexOf(n); k++) if (row[k].isKind("mspace")) noBreak(row[k]);
+          node.attributes.set("linebreak", "nobreak");
+        }
+      } else if (node.isKind("mo") && INVISIBLE_OPS.has(node.getText())) {
+        // nor right after a function's invisible application ("arg" | "min_w ...")
+        node.attributes.set("linebreak", "nobreak");
+        const row = node.parent ? node.parent.childNodes : [];
+        const next = row[row.indexOf(node) + 1];
+        if (next && next.isEmbellished) next.coreMO().attributes.set("linebreak", "nobreak");
+      } else if ((node.isKind("msub") || node.isKind("msup") || node.isKind("msubsup"))
+                 && node.childNodes[0] && !node.childNodes[0].isToken) {
+        noBreakIn(node.childNodes[0]);
+      } else if ((node.isKind("msub") || node.isKind("msup") || node.isKind("msubsup"))
+                 && node.childNodes[0] && node.childNodes[0].isKind("mo")
+                 && CLOSE_BRACKETS[node.childNodes[0].getText()] && node.parent) {
+        // nor inside a bracket that carries a script: "(K" | "+ sigma^2 I)^{-1}" parts an
+        // inverse (a transpose, a power) from its matrix
+        const row = node.parent.childNodes;
+        const open = CLOSE_BRACKETS[node.childNodes[0].getText()];
+        let depth = 0;
+        for (let i = row.indexOf(node) - 1; i >= 0; i--) {
+          const t = row[i].isKind("mo") ? row[i].getText() : null;
+          if (t === node.childNodes[0].getText() && t !== open) depth++;
+          if (t === open) { if (depth === 0) break; depth--; }
+          noBreakIn(row[i]);
+        }
+      } else if (node.isKind("mspace") && !/^[1-9][\d.]*em$/.test(String(node.attributes.get("width")))) {
+        // nor at a thin space between factors ("p_n (1 - p_n)\," | "x_n x_n^T"); a \quad breaks
+        noBreak(node);
+      } else if (node.isKind("mtable")) {
+        for (const tr of node.childNodes) {
+          const cells = tr.childNodes.slice(tr.isKind("mlabeledtr") ? 1 : 0);
+          if (cells.length > 1) cells.forEach((cell, k) => { if (k % 2 === 0) noBreakIn(cell); });
+        }
+      }
+    });
+  };
+  const mathjax = (window.MathJax = window.MathJax || {});
+  mathjax.startup = mathjax.startup || {};
+  const ready = mathjax.startup.ready;
+  mathjax.startup.ready = () => {
+    if (ready) ready(); else window.MathJax.startup.defaultReady();
+    for (const jax of window.MathJax.startup.input || []) {
+      if (jax.postFilters && jax.name === "TeX") jax.postFilters.add(keepBreaksWhereTheyRead, 100);
+    }
+  };
+
   const titleText = (title) => {
     const copy = title.cloneNode(true);
     copy.querySelectorAll("button, svg").forEach((e) => e.remove());
