@@ -56,6 +56,7 @@ from sphinx.util.docutils import SphinxDirective
 from sphinx.util.osutil import relative_uri
 
 from coursework import book
+from literal_blocks import set_literal_text
 
 logger = logging.getLogger(__name__)
 
@@ -791,11 +792,7 @@ class HideSolutionMarkers(SphinxPostTransform):
             in_cell = any("cell_input" in a.get("classes", []) for a in _ancestors(block))
             if not in_cell and self.app.builder.format != "latex":  # LaTeX: cells unwrapped
                 continue
-            fixed = SOLUTION_MARKER_RE.sub("", text)
-            # Sphinx highlights a literal block only when its rawsource is its text
-            block.rawsource = fixed
-            block.children = []
-            block += nodes.Text(fixed)
+            set_literal_text(block, SOLUTION_MARKER_RE.sub("", text))
 
 
 def visit_hide_cell_input(self, node):
