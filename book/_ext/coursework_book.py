@@ -29,6 +29,8 @@
    entries are list items of their list (ARIA).
 7. Figures on the website are SVG with their text kept as text: the kernels of an HTML build
    get an IPython profile and a matplotlibrc of the build's own (the notebooks are unchanged).
+   The profile's startup file (``kernel_startup.py``, which ``make pdf`` installs too) lets
+   pandas print tables up to the code column's 88 characters in one block.
 8. Empty header cells of notebook output tables (pandas) become ordinary cells.
 9. The PDF (LaTeX builder only): part pages titled once ("Part I" and the caption without its
    own "Part I:"); "Solution to Exercise 5.1" with its space; every wide table's columns wrap
@@ -832,6 +834,8 @@ KERNEL_IPYTHON_CONFIG = """\
 # written by book/_ext/coursework_book.py for the website build: figures as SVG
 c.InlineBackend.figure_formats = {"svg"}
 """
+#: the startup file of the kernels of the website and the PDF (``make pdf`` copies it too)
+KERNEL_STARTUP = pathlib.Path(__file__).with_name("kernel_startup.py")
 KERNEL_MATPLOTLIBRC = """\
 # written by book/_ext/coursework_book.py for the website build
 # text stays text in the SVG (sharp, searchable, and its size can be measured by the site tests)
@@ -853,6 +857,9 @@ def vector_figures_for_html(app):
     profile = root / "ipython" / "profile_default"
     profile.mkdir(parents=True, exist_ok=True)
     (profile / "ipython_kernel_config.py").write_text(KERNEL_IPYTHON_CONFIG)
+    # pandas prints tables up to the code column's 88 characters in one block (kernel_startup.py)
+    (profile / "startup").mkdir(exist_ok=True)
+    shutil.copyfile(KERNEL_STARTUP, profile / "startup" / KERNEL_STARTUP.name)
     (root / "matplotlibrc").write_text(KERNEL_MATPLOTLIBRC)
     os.environ["IPYTHONDIR"] = str(root / "ipython")
     os.environ["MATPLOTLIBRC"] = str(root / "matplotlibrc")

@@ -18,7 +18,7 @@ import subprocess
 import pytest
 import yaml
 
-from _site import HTML, NOTEBOOK_PAGES, ROOT, TOC, book
+from _site import CODE_COLUMN_CHARS, HTML, NOTEBOOK_PAGES, ROOT, TOC, book, dataframe_split_report
 
 PDF = pathlib.Path(os.environ.get("BOOK_PDF", ROOT / "_build" / "latex" / "book.pdf")).resolve()
 REQUIRED = os.environ.get("BOOK_PDF_REQUIRED") == "1"
@@ -497,3 +497,15 @@ def test_dataframes_print_as_tables(pages):
     print(f"table rows: {rows}, broken: {len(broken)}")
     assert rows >= 50, f"only {rows} rows of printed tables found"
     assert not broken, f"{len(broken)} rows of printed tables not on one line of the PDF: {broken[:6]}"
+
+
+def test_dataframes_print_in_one_block():
+    """pandas prints a DataFrame wider than its ``display.width`` (80 by default) in column
+    blocks, each repeating the row labels; the kernels of the build print up to the code
+    frame's 88 characters (book/_ext/kernel_startup.py), so no table that fits 88 characters
+    is split in the PDF.  Tables wider than that are listed (they need fewer or narrower
+    columns in their chapter)."""
+    split, too_wide = dataframe_split_report({doc: _executed(doc) for doc in NOTEBOOK_PAGES})
+    print(f"tables split although they fit {CODE_COLUMN_CHARS} characters: {len(split)}; "
+          f"wider than {CODE_COLUMN_CHARS} (split): {len(too_wide)} {too_wide}")
+    assert not split, f"{len(split)} DataFrames printed in column blocks although they fit in one (page, cell, blocks, width): {split}"
