@@ -145,6 +145,8 @@ pdf: $(STAMP)
 	    echo "make pdf needs XeLaTeX and latexmk: apt-get install -y texlive-xetex texlive-latex-extra texlive-fonts-recommended texlive-plain-generic latexmk fonts-freefont-otf fonts-dejavu-core fonts-texgyre fonts-texgyre-math"; exit 1; }
 	@# figures at 300 dpi in the PDF: an IPython profile of the build's own (book/_ext/latex)
 	@mkdir -p _build/ipython/profile_default && cp book/_ext/latex/ipython_kernel_config.py _build/ipython/profile_default/
+	@# pandas tables up to the code frame's 88 characters in one block (as on the website)
+	@mkdir -p _build/ipython/profile_default/startup && cp book/_ext/kernel_startup.py _build/ipython/profile_default/startup/
 	@# the LaTeX build keeps its own Sphinx environment (_build/.doctrees-latex): in the shared
 	@# _build/.doctrees an earlier website build counts as up to date, and the PDF was then
 	@# written from the website's doctrees (no figures, equations numbered 1, 2, ...), and the

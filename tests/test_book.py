@@ -166,3 +166,26 @@ def test_licence_is_stated():
     for page in ("README.md", "book/intro.md"):
         text = (ROOT / page).read_text()
         assert "CC BY 4.0" in text and "MIT" in text, f"{page} does not state the licence"
+
+
+#: the modules of the book's Sphinx extensions (book/_ext) whose docstrings hold examples
+EXT_MODULES = ["coursework_book", "code_labels", "literal_blocks"]
+
+
+@pytest.mark.parametrize("name", EXT_MODULES)
+def test_sphinx_extension_doctests(name, monkeypatch):
+    """The examples in book/_ext's docstrings (column_shares, set_literal_text, ...) hold:
+    pytest's doctest run covers tests/ and blrlib/ only."""
+    import doctest
+    import importlib
+    import sys
+
+    monkeypatch.syspath_prepend(str(ROOT / "book" / "_ext"))
+    module = importlib.import_module(name)
+    try:
+        result = doctest.testmod(module, optionflags=doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE)
+    finally:
+        sys.modules.pop(name, None)
+    assert result.failed == 0, f"{result.failed} of {result.attempted} examples of book/_ext/{name}.py failed"
+    if name != "code_labels":
+        assert result.attempted > 0, f"book/_ext/{name}.py has no examples"

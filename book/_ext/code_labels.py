@@ -17,6 +17,7 @@ from docutils import nodes
 from sphinx.transforms.post_transforms import SphinxPostTransform
 
 from coursework import xref
+from literal_blocks import set_literal_text
 
 _TARGETS = {}
 
@@ -43,10 +44,7 @@ class CodeLabelNumbers(SphinxPostTransform):
             text = block.astext()
             new = xref.number_code_labels(text, _TARGETS)
             if new != text:
-                # rawsource too: a literal block whose text differs from it is not highlighted
-                block.rawsource = new
-                block.children = []
-                block += nodes.Text(new)
+                set_literal_text(block, new)
 
 
 def setup(app):

@@ -29,11 +29,14 @@
    entries are list items of their list (ARIA).
 7. Figures on the website are SVG with their text kept as text: the kernels of an HTML build
    get an IPython profile and a matplotlibrc of the build's own (the notebooks are unchanged).
+   The profile's startup file (``kernel_startup.py``, which ``make pdf`` installs too) lets
+   pandas print tables up to the code column's 88 characters in one block.
 8. Empty header cells of notebook output tables (pandas) become ordinary cells.
 9. The PDF (LaTeX builder only): part pages titled once ("Part I" and the caption without its
    own "Part I:"); "Solution to Exercise 5.1" with its space; every wide table's columns wrap
-   within the text width (column widths from the cells' text); exercises numbered per chapter
-   (5.1) as on the website, not per section (jupyter-book's LaTeX sets ``numfig_secnum_depth``
+   within the text width (column widths from the cells' text, each column at least as wide
+   as its longest code word, which LaTeX would otherwise break at "_", "(" or ".");
+   exercises numbered per chapter (5.1) as on the website, not per section (jupyter-book's LaTeX sets ``numfig_secnum_depth``
    to 2 for the equations, which sphinx-exercise would number 5.10.1); the appendix chapters
    lettered (the website does not number them); the answer code of the exercises printed
    (the website folds it, ``hide-input``; the PDF cannot unfold).
@@ -56,6 +59,7 @@ from sphinx.util.docutils import SphinxDirective
 from sphinx.util.osutil import relative_uri
 
 from coursework import book
+from literal_blocks import set_literal_text
 
 logger = logging.getLogger(__name__)
 
@@ -508,7 +512,27 @@ TABLE_LINE_CHARS = 72
 TABLE_SHORT_CHARS = 14
 
 
-def column_shares(longest, words):
+#: the PDF's text width in pt (jupyterBook class, letter paper; book.log: \\textwidth=469.75502pt)
+TEXT_WIDTH_PT = 469.755
+#: the width of one character of inline code in a table cell: DejaVu Sans Mono scaled to the
+#: x-height of 10 pt TeX Gyre Pagella (bookprint.sty, ``Scale = MatchLowercase``: 0.469 /
+#: 0.547 em), 0.602 em a character
+CODE_CHAR_PT = 10 * 0.469 / 0.546875 * 0.6021
+#: the padding of a table column (``2\tabcolsep``) in pt
+COLUMN_PAD_PT = 12.0
+
+
+def code_fraction(chars):
+    """The fraction of the text width that a column needs so that a code word of ``chars``
+    characters fits on one line of it (padding included; 0 for a column without code).
+
+    >>> round(code_fraction(23) * TEXT_WIDTH_PT, 1)   # "log_marginal_likelihood"
+    130.8
+    """
+    return (chars * CODE_CHAR_PT + COLUMN_PAD_PT) / TEXT_WIDTH_PT if chars else 0.0
+
+
+def column_shares(longest, words, code=None):
     """Relative LaTeX column widths for cells whose longest text is ``longest`` characters and
     longest word ``words`` characters: in proportion to the text (capped at
     ``TABLE_COLUMN_CAP``), never narrower than the longest word plus padding.
@@ -517,27 +541,73 @@ def column_shares(longest, words):
     share of one character is less than one character.  Then the short columns (at most
     ``TABLE_SHORT_CHARS`` in every cell, their header included: "Points", "Introduced") are
     given exactly their text plus padding, and the other columns the rest of the line in
-    proportion to their text (a long word there may then be wider than its column; the
-    notation tables' code words break at underscores); the shares then add up to the line.  Without this the
+    proportion to their text; the shares then add up to the line.  Without this the
     points table's "Points" header ran 16 pt into the next column.
+
+    ``code`` gives each column's longest code word (a literal's longest run without a space,
+    ``log_marginal_likelihood``) in characters.  Such a word would be broken at ``_``, ``(``
+    or ``.``, so a column is never narrower than its longest code word at the table's font
+    (:func:`code_fraction`): those columns get exactly that, the others the rest of the line
+    in proportion to their shares.  When the code words together do not fit the line
+    (:func:`code_fits` is false; the caller warns), the shares are returned as without them.
 
     >>> column_shares([6, 80, 3], [6, 12, 1])
     [7, 36, 3]
     >>> column_shares([13, 40, 30, 6, 13], [8, 14, 30, 6, 13])
     [15, 19, 15, 8, 15]
+
+    A notation table (symbol, meaning, ``blrlib`` name, chapter) whose third column holds
+    ``log_marginal_likelihood`` (23 characters) keeps that word on one line; the others
+    give up the room:
+
+    >>> column_shares([40, 80, 30, 10], [12, 14, 23, 5])
+    [21, 21, 18, 12]
+    >>> shares = column_shares([40, 80, 30, 10], [12, 14, 23, 5], code=[0, 0, 23, 0])
+    >>> shares
+    [20, 20, 21, 11]
+    >>> shares[2] / sum(shares) >= code_fraction(23)
+    True
     """
     natural = [max(w + 1, min(n, TABLE_COLUMN_CAP), 3) for n, w in zip(longest, words)]
-    if sum(natural) <= TABLE_LINE_CHARS:
-        return natural
-    short = [n <= TABLE_SHORT_CHARS for n in longest]
-    fixed = sum(n + 2 for n, s in zip(longest, short) if s)
-    want = [min(n, TABLE_COLUMN_CAP) for n, s in zip(longest, short) if not s]
-    rest = TABLE_LINE_CHARS - fixed
-    if not want or rest < 8 * len(want):  # nothing to share, or too little: as the text says
-        return natural
-    scale = rest / sum(want)
-    shares = iter(max(3, round(w * scale)) for w in want)
-    return [n + 2 if s else next(shares) for n, s in zip(longest, short)]
+    shares = natural
+    if sum(natural) > TABLE_LINE_CHARS:
+        short = [n <= TABLE_SHORT_CHARS for n in longest]
+        fixed = sum(n + 2 for n, s in zip(longest, short) if s)
+        want = [min(n, TABLE_COLUMN_CAP) for n, s in zip(longest, short) if not s]
+        rest = TABLE_LINE_CHARS - fixed
+        if want and rest >= 8 * len(want):  # else nothing to share, or too little: as the text says
+            scale = rest / sum(want)
+            wanted = iter(max(3, round(w * scale)) for w in want)
+            shares = [n + 2 if s else next(wanted) for n, s in zip(longest, short)]
+    if not code or not code_fits(code):
+        return shares
+    need = [code_fraction(c) for c in code]
+    total = sum(shares)
+    pinned = set()
+    while True:   # pin each column too narrow for its code; the others share what is left
+        free = sum(shares[i] for i in range(len(shares)) if i not in pinned)
+        left = 1.0 - sum(need[i] for i in pinned)
+        more = {i for i in range(len(shares)) if i not in pinned
+                and shares[i] / free * left < need[i]}
+        if not more:
+            break
+        pinned |= more
+    if not pinned:
+        return shares
+    # whole shares of the same total: the pinned ones rounded up, the others down
+    out = [-(-need[i] * total // 1) if i in pinned else shares[i] / free * left * total // 1
+           for i in range(len(shares))]
+    return [max(1, int(s)) for s in out]
+
+
+def code_fits(code):
+    """Whether code words of these lengths (one per column, characters) fit side by side on
+    the text width, each in its column with its padding.
+
+    >>> code_fits([0, 0, 23, 0]), code_fits([30, 30, 30, 0])
+    (True, False)
+    """
+    return sum(code_fraction(c) for c in code) <= 1.0
 
 
 def _visible_text(node):
@@ -577,6 +647,7 @@ class LatexTableColumns(SphinxPostTransform):
             for group in table.findall(nodes.tgroup):
                 specs = [c for c in group.children if isinstance(c, nodes.colspec)]
                 longest, words = [0] * len(specs), [1] * len(specs)
+                code = [0] * len(specs)
                 for row in group.findall(nodes.row):
                     col = 0
                     for entry in row.children:
@@ -585,10 +656,18 @@ class LatexTableColumns(SphinxPostTransform):
                         text = _visible_text(entry)
                         longest[col] = max(longest[col], len(text))
                         words[col] = max([words[col]] + [len(w) for w in text.split()])
+                        code[col] = max([code[col]] + [len(w) for lit in entry.findall(nodes.literal)
+                                                       for w in lit.astext().split()])
                         col += 1 + entry.get("morecols", 0)
                 if not specs or sum(longest) <= TABLE_WRAP_CHARS:
                     continue
-                for spec, share in zip(specs, column_shares(longest, words)):
+                if not code_fits(code):
+                    words_ = ", ".join(f"column {i + 1}: {c} characters" for i, c in enumerate(code) if c)
+                    logger.warning(f"coursework_book: a table's code words ({words_}) do not fit the "
+                                   f"PDF's text width side by side in one line each; LaTeX will "
+                                   f"break them at '_', '(' or '.' (shorten them or split the table)",
+                                   location=table)
+                for spec, share in zip(specs, column_shares(longest, words, code)):
                     spec["colwidth"] = share
                 table["classes"] = table.get("classes", []) + ["colwidths-given"]
                 # Sphinx writes a table of 30 rows or fewer as a tabular, which cannot break
@@ -797,11 +876,7 @@ class HideSolutionMarkers(SphinxPostTransform):
             in_cell = any("cell_input" in a.get("classes", []) for a in _ancestors(block))
             if not in_cell and self.app.builder.format != "latex":  # LaTeX: cells unwrapped
                 continue
-            fixed = SOLUTION_MARKER_RE.sub("", text)
-            # Sphinx highlights a literal block only when its rawsource is its text
-            block.rawsource = fixed
-            block.children = []
-            block += nodes.Text(fixed)
+            set_literal_text(block, SOLUTION_MARKER_RE.sub("", text))
 
 
 def visit_hide_cell_input(self, node):
@@ -841,6 +916,8 @@ KERNEL_IPYTHON_CONFIG = """\
 # written by book/_ext/coursework_book.py for the website build: figures as SVG
 c.InlineBackend.figure_formats = {"svg"}
 """
+#: the startup file of the kernels of the website and the PDF (``make pdf`` copies it too)
+KERNEL_STARTUP = pathlib.Path(__file__).with_name("kernel_startup.py")
 KERNEL_MATPLOTLIBRC = """\
 # written by book/_ext/coursework_book.py for the website build
 # text stays text in the SVG (sharp, searchable, and its size can be measured by the site tests)
@@ -862,6 +939,9 @@ def vector_figures_for_html(app):
     profile = root / "ipython" / "profile_default"
     profile.mkdir(parents=True, exist_ok=True)
     (profile / "ipython_kernel_config.py").write_text(KERNEL_IPYTHON_CONFIG)
+    # pandas prints tables up to the code column's 88 characters in one block (kernel_startup.py)
+    (profile / "startup").mkdir(exist_ok=True)
+    shutil.copyfile(KERNEL_STARTUP, profile / "startup" / KERNEL_STARTUP.name)
     (root / "matplotlibrc").write_text(KERNEL_MATPLOTLIBRC)
     os.environ["IPYTHONDIR"] = str(root / "ipython")
     os.environ["MATPLOTLIBRC"] = str(root / "matplotlibrc")

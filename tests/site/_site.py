@@ -2,6 +2,7 @@
 
 import os
 import pathlib
+import re
 
 import yaml
 
@@ -29,3 +30,65 @@ def is_notebook(docname):
 
 PAGES = toc_docnames()
 NOTEBOOK_PAGES = [d for d in PAGES if is_notebook(d)]
+
+
+# --------------------------------------------------------------- pandas tables in the outputs
+
+#: the width of a code or output block of the website and the PDF, in characters
+CODE_COLUMN_CHARS = 88
+#: pandas' footer of a long DataFrame ("[60 rows x 3 columns]")
+_DF_FOOTER = re.compile(r"^\[\d+ rows x \d+ columns\]$")
+
+
+def dataframe_blocks(text):
+    """The column blocks of a DataFrame's text repr: pandas prints a frame wider than its
+    ``display.width`` as several blocks separated by a blank line, each with the row labels
+    again (and a backslash ending the header of every block but the last)."""
+    lines = [line for line in text.rstrip("\n").split("\n") if not _DF_FOOTER.match(line.strip())]
+    blocks = [b.split("\n") for b in "\n".join(lines).strip("\n").split("\n\n")]
+    return [b for b in blocks if any(line.strip() for line in b)]
+
+
+def unsplit_width(blocks):
+    """The width in characters of the repr in one block: the first block's, plus each further
+    block without its row labels (the common beginning of its rows and the first block's,
+    trailing spaces dropped; at most the blank start of the block's header).
+
+    >>> unsplit_width(dataframe_blocks("   a  \\\\\\nx  1   \\ny  2   \\n\\n   b\\nx  3\\ny  4"))
+    7
+    """
+    first = blocks[0]
+    width = max(len(line.rstrip(" \\")) for line in first)
+    for block in blocks[1:]:
+        labels = max((len(os.path.commonprefix([a, b]).rstrip()) for a, b in zip(first[1:], block[1:])), default=0)
+        labels = min(labels, len(block[0]) - len(block[0].lstrip()))
+        width += max(len(line.rstrip(" \\")) for line in block) - labels
+    return width
+
+
+def split_dataframes(notebook):
+    """``(cell index, blocks, width in one block)`` of every DataFrame of an executed notebook
+    (dict) that pandas printed in more than one column block; a DataFrame is an output with
+    an HTML table beside its text."""
+    out = []
+    for i, cell in enumerate(notebook["cells"]):
+        for output in cell.get("outputs", []):
+            data = output.get("data", {})
+            html = data.get("text/html", "")
+            if "<table" not in ("".join(html) if isinstance(html, list) else html):
+                continue
+            text = data.get("text/plain", "")
+            blocks = dataframe_blocks("".join(text) if isinstance(text, list) else text)
+            if len(blocks) > 1:
+                out.append((i, blocks, unsplit_width(blocks)))
+    return out
+
+
+def dataframe_split_report(notebooks):
+    """From ``{doc: executed notebook}``: the DataFrames printed in column blocks although
+    they fit the code column in one (a failure), and those too wide to fit in one block."""
+    split, too_wide = [], []
+    for doc, nb in notebooks.items():
+        for i, blocks, width in split_dataframes(nb):
+            (split if width <= CODE_COLUMN_CHARS else too_wide).append((doc.split("/")[-1], i, len(blocks), width))
+    return split, too_wide

@@ -20,7 +20,7 @@ import pytest
 from bs4 import BeautifulSoup
 
 import _cells
-from _site import NOTEBOOK_PAGES, PAGES, ROOT, book
+from _site import CODE_COLUMN_CHARS, NOTEBOOK_PAGES, PAGES, ROOT, book, dataframe_split_report
 
 NOTEBOOK_ARCHIVE = "bayesian-logistic-regression-notebooks.zip"   # book/_ext/coursework_book.py
 BOOK_PDF = "bayesian-logistic-regression.pdf"
@@ -546,3 +546,19 @@ def test_answer_code_shows_no_nbgrader_markers(html_dir, doc):
     for source in answers:
         body = source.split(book.BEGIN, 1)[1].split(book.END, 1)[0].strip().splitlines()
         assert body and body[0].strip() in page, f"{doc}: the answer code {body[:1]} is not on the page"
+
+
+def test_dataframes_print_in_one_block(html_dir):
+    """The executed chapters of the website (the downloads, ``_sources/<doc>.ipynb``) print
+    every DataFrame that fits the 88-character code column in one block: pandas' default
+    width of 80 split them into column blocks (book/_ext/kernel_startup.py sets 88 for the
+    kernels of the build).  Tables wider than 88 characters are listed."""
+    notebooks = {}
+    for doc in NOTEBOOK_PAGES:
+        path = html_dir / "_sources" / f"{doc}.ipynb"
+        assert path.exists(), f"no executed notebook {path}"
+        notebooks[doc] = json.loads(path.read_text(encoding="utf-8"))
+    split, too_wide = dataframe_split_report(notebooks)
+    print(f"tables split although they fit {CODE_COLUMN_CHARS} characters: {len(split)}; "
+          f"wider than {CODE_COLUMN_CHARS} (split): {len(too_wide)} {too_wide}")
+    assert not split, f"{len(split)} DataFrames printed in column blocks although they fit in one (page, cell, blocks, width): {split}"
