@@ -20,7 +20,9 @@ marginal means and variances.
 
 The logistic likelihood has no closed-form tilted moments (the probit one of GPML has);
 they are computed by quadrature (:func:`_tilted_sites`: adaptive Gauss-Hermite for cavities
-of standard deviation up to 2.5, a composite Gauss-Legendre rule for wider ones).  Two
+of standard deviation up to 2.5; for wider ones near the sigmoid's step, the step in
+closed form plus a fixed rule for the remainder; a composite Gauss-Legendre rule for the
+other wide ones).  Two
 schedules reach the same fixed point (the tests check it):
 
 * :func:`_ep_sequential` is Algorithm 3.5 as printed: one site at a time, each update a
@@ -43,7 +45,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 from scipy.linalg import solve_triangular
-from scipy.special import expit, log_expit
+from scipy.special import erfcx, expit, log_expit, ndtr
 
 from ._anderson import Anderson
 from ._gp_linalg import cho_solve_B, cholesky_B, log_det_B, symv
@@ -88,6 +90,35 @@ def _hermite_rule(size):
 
 
 _HERMITE_RULES = {size: _hermite_rule(size) for _, size in _HERMITE_TIERS}
+# Wide cavities near the sigmoid's step (_split_sums): in the label's direction x = s f,
+# cavity N(mu, v) with standard deviation above 2.5 and -3 sd <= mu <= v / 2; one fixed rule
+# in x, Gauss-Legendre panels on [0, 64] mirrored to [-64, 0], finer towards the poles of
+# the sigmoid at +-i pi, coarser where the integrands fall like exp(-|x| / 2)
+_SPLIT_EDGES = np.array([0.0, 0.5, 1.0, 2.0, 4.0, 8.0, 12.0, 16.0, 20.0, 24.0, 28.0, 32.0,
+                         40.0, 48.0, 56.0, 64.0])
+_SPLIT_SD = _HERMITE_TIERS[-1][0]
+_SPLIT_BELOW = 3.0  # mu >= -3 sd
+_SPLIT_ABOVE = 0.5  # mu <= v / 2
+
+
+def _split_rule():
+    r"""The fixed nodes :math:`x_k` of :func:`_split_sums` and the weights times
+    :math:`(r, \sigma', \sigma'')` at them, shape (K, 3), K = 240."""
+    a, b = _SPLIT_EDGES[:-1], _SPLIT_EDGES[1:]
+    centre, half = 0.5 * (a + b), 0.5 * (b - a)
+    x = (centre[:, None] + half[:, None] * _GL_X[None, :]).ravel()
+    w = (half[:, None] * _GL_W[None, :]).ravel()
+    x, w = np.concatenate([-x[::-1], x]), np.concatenate([w[::-1], w])
+    t = np.exp(-np.abs(x))
+    small = t / (1.0 + t)  # sigma(-|x|)
+    d1 = small * (1.0 - small)  # sigma'(x), even
+    d2 = -np.sign(x) * d1 * (1.0 - 2.0 * small)  # sigma''(x) = sigma'(x) (1 - 2 sigma(x))
+    r = -np.sign(x) * small  # sigma(x) - step(x), odd
+    return x, w[:, None] * np.stack([r, d1, d2], axis=1)
+
+
+_SPLIT_X, _SPLIT_W = _split_rule()
+_SPLIT_POWERS = np.stack([_SPLIT_X, _SPLIT_X * _SPLIT_X])
 # Newton steps for the tilted modes (at most; 4 to 8 are taken)
 _MODE_MAX_STEPS = 100
 # the smallest damping of the parallel updates (see _parallel_sweeps)
@@ -301,6 +332,54 @@ def _tilted_sums(f0, m, v, s, u, log_w):
     return log_Z, g, h, mean(u * u) - mean_u**2
 
 
+def _split_sums(m, v, s):
+    r"""log Z, g and h for wide cavities near the step: the sigmoid as a step plus a remainder.
+
+    In :math:`x = s f` the cavity is :math:`\mathcal N(\mu, v)`, :math:`\mu = s m`, and
+    :math:`\sigma(x) = \mathbb 1[x > 0] + r(x)`, with :math:`r(x) = \sigma(x) - \mathbb
+    1[x > 0]` odd, :math:`|r(x)| = \sigma(-|x|) < e^{-|x|}`.  So
+
+    .. math:: Z = \Phi(\mu / \sqrt v) + \int r\, \mathcal N, \qquad
+              Z' = \int \sigma'\, \mathcal N, \qquad Z'' = \int \sigma''\, \mathcal N
+
+    (derivatives in :math:`\mu`; integrating by parts moves them from the Gaussian onto
+    :math:`\sigma`), and :math:`g = s Z'/Z`, :math:`h = Z''/Z - (Z'/Z)^2`.  The step is in
+    closed form; :math:`r`, :math:`\sigma'` and :math:`\sigma''` fall like :math:`e^{-|x|}`
+    and are the same for every site, so one fixed rule in :math:`x` serves all
+    (``_SPLIT_X``, 240 nodes on :math:`[-64, 64]`, split at the jump of :math:`r` at 0): per
+    site only :math:`\mathcal N(x_k)/\mathcal N(0) = \exp(\mu x_k / v - x_k^2 / 2v)` is
+    evaluated, one exponential per node, and the three sums are one matrix product.  The
+    rule is used for standard deviations above 2.5 (the Gaussian factor varies slowly on
+    the panels) and :math:`-3\sqrt v \le \mu \le v/2`: then the integrands fall at least
+    like :math:`e^{-|x|/2}` on either side of 0 (the cavity times :math:`e^{\mp x}` is a
+    Gaussian centred at :math:`\mu \mp v`, on the far side of 0), so the truncation at
+    :math:`\pm 64` costs below :math:`e^{-32}` relative, and the tilted variance is not
+    much below :math:`v`, so :math:`v + v^2 h` does not cancel.  Other wide cavities (far
+    on the wrong side, where the tilted mass sits where the cavity meets :math:`e^{x}`, or
+    far on the right side) keep the composite rule of :func:`_tilted_nodes`.  Errors
+    against adaptive quadrature in ``tests/test_gp_ep.py``.  For :math:`\mu < 0` everything
+    is scaled by :math:`\mathcal N(0 \mid \mu, v)` (the step as
+    :math:`\sqrt{v \pi / 2}\, \operatorname{erfcx}(-\mu / \sqrt{2v})`), so tiny
+    :math:`Z` do not underflow.
+    """
+    mu = s * m
+    sd = np.sqrt(v)
+    # mu x / v - x^2 / 2v at every node, as one product, and its exponential in place
+    scaled = np.stack([mu / v, -0.5 / v], axis=1) @ _SPLIT_POWERS
+    sums = np.exp(scaled, out=scaled) @ _SPLIT_W  # the integrals of r, sigma', sigma'' over N(0)
+    log_N0 = -0.5 * mu * mu / v - 0.5 * np.log(2.0 * np.pi * v)
+    negative = mu < 0.0
+    # mu < 0: Z / N(0) with the step as a scaled erfc; mu >= 0: Z directly (Z >= 1/4)
+    N0 = np.where(negative, 1.0, np.exp(log_N0))
+    step = np.where(negative, sd * np.sqrt(0.5 * np.pi) * erfcx(-np.minimum(mu, 0.0) / (sd * np.sqrt(2.0))),
+                    ndtr(mu / sd))
+    Z = step + N0 * sums[:, 0]
+    log_Z = np.log(Z) + np.where(negative, log_N0, 0.0)
+    g1 = N0 * sums[:, 1] / Z
+    h = N0 * sums[:, 2] / Z - g1 * g1
+    return log_Z, s * g1, h, v + v * v * h
+
+
 def _tilted_sites(cavity_tau, cavity_nu, s):
     r"""Lines 6-7 of Alg. 3.5 for every site: tilted moments by quadrature, and the matching sites.
 
@@ -322,9 +401,13 @@ def _tilted_sites(cavity_tau, cavity_nu, s):
     :math:`f_0` (:func:`_tilted_mode`; the sums are :func:`_tilted_sums`).  A cavity of
     standard deviation at most 2.5 takes adaptive Gauss-Hermite (:func:`_hermite_nodes`,
     scaled by the tilted curvature at the mode) with 32, 48, 80 or 120 nodes for standard
-    deviations up to 1, 1.5, 2 and 2.5 (``_HERMITE_TIERS``); a wider one the composite
-    Gauss-Legendre rule of :func:`_tilted_nodes`, 184 nodes whatever the variance.  Each
-    tier is in one vectorised pass over its sites.  Measured against scipy's adaptive
+    deviations up to 1, 1.5, 2 and 2.5 (``_HERMITE_TIERS``); a wider one with
+    :math:`-3\sqrt v \le s m \le v/2` the step of the sigmoid in closed form and the
+    remainder by a fixed 240-node rule (:func:`_split_sums`: one exponential per node, no
+    mode; 80 % of the wide cavities of ``bench/bench_ep.py``'s separable search at n = 150);
+    the other wide ones the composite Gauss-Legendre rule of :func:`_tilted_nodes`, 184
+    nodes whatever the variance.  Each group is in one vectorised pass over its sites.
+    Measured against scipy's adaptive
     quadrature (``quad_vec``, relative tolerance 1e-13) on cavity means -50 to 50, both
     labels, 16 variances 1e-4 to 6.25 (352 cavities; both ends of every tier):
     :math:`\log Z` to 2.5e-13, the tilted mean to 2.6e-12 (of the larger of its size and its
@@ -351,11 +434,20 @@ def _tilted_sites(cavity_tau, cavity_nu, s):
     v = 1.0 / cavity_tau
     m = cavity_nu * v
     sd = np.sqrt(v)
-    f0 = _tilted_mode(m, v, s)
     log_Z, g, h, var_f = (np.empty_like(m) for _ in range(4))
-    # the narrow cavities by adaptive Gauss-Hermite, tier by tier, the wide ones by the
-    # composite rule: each group in one vectorised pass
+    # the narrow cavities by adaptive Gauss-Hermite, tier by tier, the wide ones near the
+    # step by the split rule, the other wide ones by the composite rule: each group in one
+    # vectorised pass
     tier = np.searchsorted([top for top, _ in _HERMITE_TIERS], sd)  # first tier with sd <= top
+    mu = s * m
+    split = (sd > _SPLIT_SD) & (mu >= -_SPLIT_BELOW * sd) & (mu <= _SPLIT_ABOVE * v)
+    tier[split] = -1
+    for rows in _row_blocks(int(np.count_nonzero(split)), _SPLIT_X.size):
+        i = np.flatnonzero(split)[rows]
+        log_Z[i], g[i], h[i], var_f[i] = _split_sums(m[i], v[i], s[i])
+    f0 = np.zeros_like(m)
+    moded = ~split
+    f0[moded] = _tilted_mode(m[moded], v[moded], s[moded])
     for k in range(len(_HERMITE_TIERS) + 1):
         index = np.flatnonzero(tier == k)
         if index.size == 0:
