@@ -15,6 +15,7 @@ These tests run as root on CI, as on a course server; bubblewrap must be install
 """
 
 import csv
+import fcntl
 import hashlib
 import json
 import os
@@ -699,7 +700,24 @@ def _token_processes(token):
 
 
 def _uid_processes(uids):
-    return {uid: sandbox._uid_processes(uid) for uid in uids if sandbox._uid_processes(uid)}
+    """``{uid: pids}`` of the processes left running as the sandbox ``uids`` a grading run
+    gave back.  Each uid is looked at while holding its lock (as ``sandbox.claim_uids`` takes
+    it): a uid that another grader on the machine has claimed since (the test suite runs
+    graders in parallel) is that grader's, and its processes are not survivors of this run."""
+    found = {}
+    for uid in uids:
+        fd = os.open(os.path.join(sandbox._lock_dir(), str(uid)), os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+        try:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except OSError:
+                continue  # claimed again by another grader
+            pids = sandbox._uid_processes(uid)
+            if pids:
+                found[uid] = pids
+        finally:
+            os.close(fd)
+    return found
 
 
 def _write(path, nb):

@@ -118,8 +118,8 @@ def test_nbgrader_autogrades_and_writes_feedback(course):
                 assert got == {gid: (pts if full else 0) for gid, pts in points.items()}, (name, p.name)
                 assert all(g.max_score == points[g.name] for g in nb.grades if g.name in points)
                 page = course / "feedback" / name / "ps1" / f"{p.stem}.html"
-                # its heading: "Score: <points> / <max>", the pen-and-paper points not yet given
+                # its heading: "Score: <points> / <max>", the points graded by hand (pen and paper, written parts) not yet given
                 total = re.search(r"Score: ([0-9.]+) / ([0-9.]+)", page.read_text())
                 assert total, page
-                everything = sum(e.points for e in book.exercises(book.read(p)))
+                everything = sum(e.points + e.written_points for e in book.exercises(book.read(p)))
                 assert (float(total[1]), float(total[2])) == (sum(got.values()), everything)

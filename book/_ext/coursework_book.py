@@ -635,7 +635,7 @@ class LatexTableColumns(SphinxPostTransform):
     (longtable, more than 30 rows) or tabulary, and runs off the page (the instructor page's
     points table) or is cut mid-word.  Here each column gets a width in proportion to its
     longest cell (capped, at least its longest word), which Sphinx writes as wrapping
-    ``\X{w}{total}`` columns of the text width."""
+    ``\\X{w}{total}`` columns of the text width."""
 
     default_priority = 900
     formats = ("latex",)
