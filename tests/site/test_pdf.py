@@ -501,10 +501,6 @@ def test_dataframes_print_as_tables(pages):
 
 
 #: a code word a table may not break: LaTeX may break inline code after "_", "(", ".", "-", ","
-#: known: in a cell listing several literals ("`rbf_kernel`, `linear_kernel`, ..."), TeX breaks
-#: the word at its "_" (a break without penalty, bookprint.sty) rather than at the space before
-#: it, though the column fits the word; a test fails once one of them is whole
-KNOWN_BROKEN_CODE_WORDS = {"linear_kernel", "whitened_mean"}
 CODE_BREAK_RE = re.compile(r"(?<=[_(.,\-])(?=.)")
 
 
@@ -534,7 +530,8 @@ def _table_code_words():
 def test_table_code_words_are_not_broken(pdf):
     """No code word of a table (``log_marginal_likelihood``, ``add_intercept(X)``, a grade id)
     is broken over two lines of its cell: book/_ext/coursework_book.py (column_shares) makes
-    a column at least as wide as its longest code word.  A broken word shows in the PDF's
+    a column at least as wide as its longest code word, and bookprint.sty makes a break
+    after an underscore cost more than one at a space.  A broken word shows in the PDF's
     words (pdftotext -bbox) as a prefix ending at a break point, with the rest of the word
     starting the next line at or left of it, in the same column."""
     words = _table_code_words()
@@ -554,10 +551,7 @@ def test_table_code_words_are_not_broken(pdf):
                         break
     print(f"code words in tables: {len(words)}, found whole in the PDF: {len(whole)}, broken: {len(broken)}")
     assert len(words) >= 30, f"only {len(words)} code words found in the tables' sources"
-    unknown = [b for b in broken if b[1] not in KNOWN_BROKEN_CODE_WORDS]
-    assert not unknown, f"{len(unknown)} code words of tables broken over two lines (page, word, pieces): {unknown[:10]}"
-    mended = KNOWN_BROKEN_CODE_WORDS - {b[1] for b in broken}
-    assert not mended, f"known broken code words now whole: {sorted(mended)} (remove them from KNOWN_BROKEN_CODE_WORDS)"
+    assert not broken, f"{len(broken)} code words of tables broken over two lines (page, word, pieces): {broken[:10]}"
     missing = sorted(set(words) - whole)
     assert not missing, f"{len(missing)} code words of tables not found whole in the PDF: {missing[:10]}"
 
