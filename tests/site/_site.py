@@ -66,10 +66,10 @@ def unsplit_width(blocks):
     return width
 
 
-def split_dataframes(notebook):
+def printed_dataframes(notebook):
     """``(cell index, blocks, width in one block)`` of every DataFrame of an executed notebook
-    (dict) that pandas printed in more than one column block; a DataFrame is an output with
-    an HTML table beside its text."""
+    (dict), in one column block or several; a DataFrame is an output with an HTML table
+    beside its text."""
     out = []
     for i, cell in enumerate(notebook["cells"]):
         for output in cell.get("outputs", []):
@@ -79,16 +79,27 @@ def split_dataframes(notebook):
                 continue
             text = data.get("text/plain", "")
             blocks = dataframe_blocks("".join(text) if isinstance(text, list) else text)
+            if not blocks:
+                continue
             if len(blocks) > 1:
-                out.append((i, blocks, unsplit_width(blocks)))
+                width = unsplit_width(blocks)
+            else:
+                width = max(len(line.rstrip()) for line in blocks[0])
+            out.append((i, blocks, width))
     return out
 
 
 def dataframe_split_report(notebooks):
     """From ``{doc: executed notebook}``: the DataFrames printed in column blocks although
-    they fit the code column in one (a failure), and those too wide to fit in one block."""
+    they fit the code column in one, and those wider than the code column (printed in
+    column blocks, or in one block too wide for it when pandas cannot split them); both
+    are failures of the tests that call this."""
     split, too_wide = [], []
     for doc, nb in notebooks.items():
-        for i, blocks, width in split_dataframes(nb):
-            (split if width <= CODE_COLUMN_CHARS else too_wide).append((doc.split("/")[-1], i, len(blocks), width))
+        for i, blocks, width in printed_dataframes(nb):
+            entry = (doc.split("/")[-1], i, len(blocks), width)
+            if width > CODE_COLUMN_CHARS:
+                too_wide.append(entry)
+            elif len(blocks) > 1:
+                split.append(entry)
     return split, too_wide

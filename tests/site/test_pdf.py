@@ -572,9 +572,10 @@ def test_dataframes_print_in_one_block():
     """pandas prints a DataFrame wider than its ``display.width`` (80 by default) in column
     blocks, each repeating the row labels; the kernels of the build print up to the code
     frame's 88 characters (book/_ext/kernel_startup.py), so no table that fits 88 characters
-    is split in the PDF.  Tables wider than that are listed (they need fewer or narrower
-    columns in their chapter)."""
+    is split in the PDF, and no table may be wider than that (the chapters shorten,
+    transpose or divide such a table)."""
     split, too_wide = dataframe_split_report({doc: _executed(doc) for doc in NOTEBOOK_PAGES})
     print(f"tables split although they fit {CODE_COLUMN_CHARS} characters: {len(split)}; "
-          f"wider than {CODE_COLUMN_CHARS} (split): {len(too_wide)} {too_wide}")
+          f"wider than {CODE_COLUMN_CHARS}: {len(too_wide)} {too_wide}")
     assert not split, f"{len(split)} DataFrames printed in column blocks although they fit in one (page, cell, blocks, width): {split}"
+    assert not too_wide, f"{len(too_wide)} DataFrames wider than the {CODE_COLUMN_CHARS}-character code frame, printed in column blocks (page, cell, blocks, width): {too_wide}"
