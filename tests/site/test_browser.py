@@ -53,6 +53,19 @@ IMAGES_JS = """async () => {
 }"""
 
 
+# consecutive rich outputs of one cell (two DataFrames printed by one cell) and the gap between
+# them in CSS px: without a margin the second table touches the first and they read as one
+OUTPUT_GAPS_JS = """() => [...document.querySelectorAll('div.cell_output > .output.text_html + .output.text_html')]
+  .map(e => {
+    const above = e.previousElementSibling.getBoundingClientRect(), box = e.getBoundingClientRect();
+    const cell = e.closest('.cell');
+    return {cell: cell ? [...document.querySelectorAll('.cell')].indexOf(cell) : -1,
+            gap: Math.round(box.top - above.bottom)};
+  })"""
+#: the least gap between two outputs of one cell (book.css gives 1.5rem, 24 px)
+MIN_OUTPUT_GAP_PX = 12
+
+
 def _is_local(url, base):
     parsed = urllib.parse.urlparse(url)
     if parsed.scheme in ("data", "blob", "about"):
@@ -126,6 +139,7 @@ def visits(browser, server, screenshots):
             }
             v.page.evaluate(_reader.OPEN_DETAILS_JS)
             found[doc]["w1280"] = v.page.evaluate(_reader.READER_JS_1280)
+            found[doc]["output_gaps"] = v.page.evaluate(OUTPUT_GAPS_JS)
             v.page.set_viewport_size({"width": _reader.PRINT_WIDTH, "height": 1000})
             v.page.emulate_media(media="print")
             v.page.wait_for_timeout(200)
@@ -217,6 +231,20 @@ def test_code_fits_at_1280px(visits, doc):
     w = visits[doc]["w1280"]
     assert not w["long_code_lines"], _report(doc, f"code lines longer than {_reader.MAX_LINE} characters", w["long_code_lines"])
     assert not w["scrolling_code"], _report(doc, "code blocks that scroll at 1280 px", w["scrolling_code"])
+
+
+@pytest.mark.parametrize("doc", PAGES)
+def test_tables_of_one_cell_stand_apart_at_1280px(visits, doc):
+    """Two tables printed by one cell (chapters 5, 10, 12) are separated by a visible gap, not
+    stacked edge to edge as one table."""
+    gaps = visits[doc]["output_gaps"]
+    close = [f"cell {g['cell']}: {g['gap']} px" for g in gaps if g["gap"] < MIN_OUTPUT_GAP_PX]
+    assert not close, _report(doc, f"outputs of one cell closer than {MIN_OUTPUT_GAP_PX} px", close)
+
+
+def test_some_cells_print_two_tables(visits):
+    """The check above has something to measure: chapter 5 prints two tables in one cell."""
+    assert visits["book/05_laplace"]["output_gaps"], "no cell of chapter 5 shows two rich outputs"
 
 
 @pytest.mark.parametrize("doc", PAGES)
