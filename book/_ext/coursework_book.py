@@ -980,7 +980,7 @@ def bibliography_list_items(app):
     ``role="doc-biblioentry"`` inside a ``role="list"``: a list whose children are not list
     items (axe-core: critical), and a role that DPUB-ARIA 1.1 deprecates.  The entries become
     list items of that list.  In a table, a code word may break over lines only where it reads
-    (``code_pieces``: a ``<wbr>`` between two unbreakable pieces), never anywhere (a phone broke
+    (``code_pieces``: a ``<wbr>`` between two pieces, which book.css hides on a wide screen), never anywhere (a phone broke
     ``gpc_log_marginal_likelihood`` as "gpc_log_marg" | "inal_likelihood"); a body cell of a
     ``STACKED_TABLE`` carries its column's name (``data-label``, and a label element before the
     cell's value, which book.css shows on a narrow screen only)."""
@@ -1028,8 +1028,7 @@ def bibliography_list_items(app):
                 return super().visit_Text(node)
             for token in self.words_and_spaces.findall(self.encode(node.astext())):
                 if token.strip():
-                    self.body.append("<wbr>".join(f'<span class="pre">{piece}</span>'
-                                                  for piece in code_pieces(token)))
+                    self.body.append(f'<span class="pre">{"<wbr>".join(code_pieces(token))}</span>')
                 elif token in " \n":
                     self.body.append(token)
                 else:
