@@ -31,7 +31,11 @@
    get an IPython profile and a matplotlibrc of the build's own (the notebooks are unchanged).
    The profile's startup file (``kernel_startup.py``, which ``make pdf`` installs too) lets
    pandas print tables up to the code column's 88 characters in one block.
-8. Empty header cells of notebook output tables (pandas) become ordinary cells.
+8. Empty header cells of notebook output tables (pandas) become ordinary cells.  Tables on a
+   phone: a table of four columns or more (the instructors' generated tables, the notation
+   tables) reads as one block per row, each value beside its column's name (labels written
+   here, layout in book.css); a code word in a table cell breaks only after "_" or "(" or
+   before "." (``<wbr>``), never mid-name.
 9. The PDF (LaTeX builder only): part pages titled once ("Part I" and the caption without its
    own "Part I:"); "Solution to Exercise 5.1" with its space; every wide table's columns wrap
    within the text width (column widths from the cells' text, each column at least as wide
@@ -82,6 +86,30 @@ def _docname(env, path):
 
 def _cell(text):
     return str(text).replace("|", "\\|").replace("\n", " ")
+
+
+#: the class of a table whose rows read as blocks on a narrow screen (book.css), each cell
+#: labelled with its column's name (``data-label``, written by the HTML translator)
+STACKED_TABLE = "book-stacked-table"
+#: a table of the text with this many columns or more gets that layout on the website: the
+#: instructors' generated tables (5 and 6 columns) and the notation tables (4) were 380 to
+#: 680 px wide at 390 px (a 358 px column); the chapters' tables have 3 columns and wrap
+STACK_COLUMNS = 4
+
+
+class StackWideTables(SphinxPostTransform):
+    """A table of ``STACK_COLUMNS`` columns or more (with a header row) gets ``STACKED_TABLE``
+    in the HTML (only: the PDF's tables are laid out by LatexTableColumns)."""
+
+    default_priority = 900
+    formats = ("html",)
+
+    def run(self, **kwargs):
+        for table in self.document.findall(nodes.table):
+            group = next((c for c in table.children if isinstance(c, nodes.tgroup)), None)
+            if (group is not None and group.get("cols", 0) >= STACK_COLUMNS
+                    and any(isinstance(c, nodes.thead) for c in group.children)):
+                table["classes"].append(STACKED_TABLE)
 
 
 class _CourseworkDirective(SphinxDirective):
@@ -892,19 +920,119 @@ def visit_hide_cell_input(self, node):
     self.body.append("</summary>\n")
 
 
+#: where a code word in a table cell may break on a narrow screen: after "_", "-", "(" or ","
+#: and before "."
+CODE_BREAK_RE = re.compile(r"(?<=[_(,-])(?=.)|(?<=.)(?=\.)")
+
+
+def code_pieces(word, shortest=3):
+    """A code word of a table cell cut where it may break over lines (``CODE_BREAK_RE``),
+    every piece at least ``shortest`` characters long, so that no stub ("w" | "[0]") stands on a
+    line of its own; the HTML writer puts a ``<wbr>`` between the pieces, which a reader who
+    copies the word does not get.
+
+    >>> code_pieces("gpc_log_marginal_likelihood")
+    ['gpc_', 'log_', 'marginal_', 'likelihood']
+    >>> code_pieces("add_intercept(X)")
+    ['add_', 'intercept(X)']
+    >>> code_pieces("X.shape[1]"), code_pieces("w[0]"), code_pieces("irls(X,")
+    (['X.shape[1]'], ['w[0]'], ['irls(X,'])
+    >>> code_pieces("res.log_evidence")
+    ['res', '.log_', 'evidence']
+    """
+    out, start = [], 0
+    for m in CODE_BREAK_RE.finditer(word):
+        if m.start() - start >= shortest and len(word) - m.start() >= shortest:
+            out.append(word[start:m.start()])
+            start = m.start()
+    return out + [word[start:]]
+
+
+def _column_label(entry):
+    """The name of the column of a body cell of a table marked ``STACKED_TABLE`` (the text of
+    its header cell), or None."""
+    row = entry.parent
+    body = row.parent if row is not None else None
+    if not isinstance(body, nodes.tbody):
+        return None
+    group = body.parent
+    table = group.parent
+    if STACKED_TABLE not in table.get("classes", []):
+        return None
+    head = next((c for c in group.children if isinstance(c, nodes.thead)), None)
+    if head is None or not len(head.children):
+        return None
+    column = 0
+    for cell in row.children:
+        if cell is entry:
+            break
+        column += 1 + cell.get("morecols", 0)
+    at = 0
+    for cell in head.children[-1].children:
+        if at <= column <= at + cell.get("morecols", 0):
+            return " ".join(cell.astext().split()) or None
+        at += 1 + cell.get("morecols", 0)
+    return None
+
+
 def bibliography_list_items(app):
-    """docutils gives each bibliography entry ``role="doc-biblioentry"`` inside a
-    ``role="list"``: a list whose children are not list items (axe-core: critical), and a role
-    that DPUB-ARIA 1.1 deprecates.  The entries become list items of that list."""
+    """The book's HTML translator.  docutils gives each bibliography entry
+    ``role="doc-biblioentry"`` inside a ``role="list"``: a list whose children are not list
+    items (axe-core: critical), and a role that DPUB-ARIA 1.1 deprecates.  The entries become
+    list items of that list.  In a table, a code word may break over lines only where it reads
+    (``code_pieces``: a ``<wbr>`` between two pieces, which book.css hides on a wide screen), never anywhere (a phone broke
+    ``gpc_log_marginal_likelihood`` as "gpc_log_marg" | "inal_likelihood"); a body cell of a
+    ``STACKED_TABLE`` carries its column's name (``data-label``, and a label element before the
+    cell's value, which book.css shows on a narrow screen only)."""
     if app.builder.format != "html":
         return
     base = app.builder.get_translator_class()
 
     class BookHTMLTranslator(base):
+        _book_tables = 0
+
         def visit_citation(self, node):
             if not isinstance(node.previous_sibling(), type(node)):
                 self.body.append('<div role="list" class="citation-list">\n')
             self.body.append(self.starttag(node, "div", classes=[node.tagname], role="listitem"))
+
+        def visit_table(self, node):
+            self._book_tables += 1
+            super().visit_table(node)
+
+        def depart_table(self, node):
+            super().depart_table(node)
+            self._book_tables -= 1
+
+        def starttag(self, node, tagname, *args, **attributes):
+            if tagname == "td" and isinstance(node, nodes.entry):
+                label = _column_label(node)
+                if label:
+                    attributes["data-label"] = label
+            return super().starttag(node, tagname, *args, **attributes)
+
+        def visit_entry(self, node):
+            super().visit_entry(node)
+            label = _column_label(node)
+            if label:  # shown on a narrow screen only (book.css)
+                self.body.append(f'<div class="book-cell-label">{self.encode(label)}</div>'
+                                 '<div class="book-cell-value">')
+
+        def depart_entry(self, node):
+            if _column_label(node):
+                self.body.append("</div>")
+            super().depart_entry(node)
+
+        def visit_Text(self, node):
+            if not (self.protect_literal_text and self._book_tables):
+                return super().visit_Text(node)
+            for token in self.words_and_spaces.findall(self.encode(node.astext())):
+                if token.strip():
+                    self.body.append(f'<span class="pre">{"<wbr>".join(code_pieces(token))}</span>')
+                elif token in " \n":
+                    self.body.append(token)
+                else:
+                    self.body.append("&#160;" * (len(token) - 1) + " ")
 
     app.set_translator(app.builder.name, BookHTMLTranslator, override=True)
 
@@ -953,6 +1081,7 @@ def setup(app):
     # after pydata-sphinx-theme, which sets its own translator class when the builder starts
     app.connect("builder-inited", bibliography_list_items, priority=900)
     app.add_post_transform(EmptyTableHeaders)
+    app.add_post_transform(StackWideTables)
     app.add_post_transform(HideSolutionMarkers)
     from myst_nb.sphinx_ import HideCodeCellNode, depart_HideCellInput
 
