@@ -216,6 +216,9 @@ def grade_folder(folder, out_dir, options=None, *, log=None, **settings):
     folder, out_dir = pathlib.Path(folder), pathlib.Path(out_dir)
     if folder.is_symlink() or not folder.is_dir():
         raise GradingError(f"not a folder: {folder}")
+    missing = None if options.unsafe else sandbox.missing_tool()
+    if missing:
+        raise GradingError(missing)
     chapters = load_chapters(options.root, options.toc)
     if not chapters:
         raise GradingError(f"no chapter notebooks in {pathlib.Path(options.root) / options.toc}")

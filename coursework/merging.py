@@ -7,7 +7,6 @@ from __future__ import annotations
 import copy
 
 import nbformat
-from nbgrader.preprocessors import ClearHiddenTests, ClearSolutions
 
 from . import book
 from .common import BY_HAND_CHARS, grade_id
@@ -37,6 +36,10 @@ def merge(source_nb, submitted):
         label_of[e.answer_id] = label_of[e.check_id] = label_of[e.written_id] = e.label
     src_by_id = {grade_id(c): c for c in source_nb.cells if grade_id(c)}
     # what the student edition holds: answers as stubs, check cells without their hidden tests
+    # (nbgrader imported here: it takes seconds, and the grader's command line must be able to
+    # refuse to start, without bubblewrap, before any such work)
+    from nbgrader.preprocessors import ClearHiddenTests, ClearSolutions
+
     stub_nb, _ = ClearSolutions(enforce_metadata=False).preprocess(copy.deepcopy(source_nb), {})
     stub_nb, _ = ClearHiddenTests(enforce_metadata=False).preprocess(stub_nb, {})
     stubs = {grade_id(c): c for c in stub_nb.cells if grade_id(c)}

@@ -127,8 +127,27 @@ class Run:
 
 
 def _package_dir(name):
-    mod = __import__(name)
-    return os.path.dirname(os.path.realpath(mod.__file__))
+    """The folder of the package ``name``, found without importing it (importing blrlib takes
+    seconds, and the grader needs only the path)."""
+    spec = importlib.util.find_spec(name)
+    if spec is None or not spec.origin:
+        raise ModuleNotFoundError(f"package {name!r} not found")
+    return os.path.dirname(os.path.realpath(spec.origin))
+
+
+def missing_tool(root=None):
+    """The first program the sandbox needs that is not installed (``bwrap``, ``prlimit`` and,
+    when the grader runs as root, ``setpriv``), as the sentence the grader stops with; None
+    when all are there.  Cheap, so that the grader can refuse before any other work."""
+    root = os.geteuid() == 0 if root is None else root
+    for tool in ("bwrap", "prlimit") + (("setpriv",) if root else ()):
+        if shutil.which(tool) is None:
+            return (
+                f"'{tool}' is not installed, so notebooks cannot be sandboxed "
+                "(Debian/Ubuntu: apt-get install bubblewrap util-linux). To grade anyway, "
+                "without any protection from the submissions, pass --unsafe-no-sandbox."
+            )
+    return None
 
 
 def _under(path, parent):
@@ -556,13 +575,9 @@ class Sandbox:
         self._open_groups()
         if self.unsafe:
             return
-        for tool in ("bwrap", "prlimit") + (("setpriv",) if self.root else ()):
-            if shutil.which(tool) is None:
-                raise SandboxUnavailable(
-                    f"'{tool}' is not installed, so notebooks cannot be sandboxed "
-                    "(Debian/Ubuntu: apt-get install bubblewrap util-linux). To grade anyway, "
-                    "without any protection from the submissions, pass --unsafe-no-sandbox."
-                )
+        missing = missing_tool(self.root)
+        if missing:
+            raise SandboxUnavailable(missing)
         self._claim()
         hidden = [os.path.realpath(p) for p in hidden]
         run = self.execute(b"{}", "probe.ipynb", timeout=60, slot=0, probe=hidden)
