@@ -57,6 +57,7 @@ from __future__ import annotations
 import dataclasses
 import fcntl
 import functools
+import importlib.util
 import json
 import os
 import pathlib
