@@ -121,8 +121,9 @@ READER_JS_1280 = "async () => {" + _COMMON_JS + r"""
     const text = (a.textContent || '').replace(/\s+/g, ' ').trim();
     if (!ch || url.hash || text !== ch.title) continue;
     // the text before the link in its sentence's block; a link that opens a list item or a
-    // table cell is a heading of that item and reads
-    const item = a.closest('li, td, th');
+    // table cell is a heading of that item and reads (in a cell that book/_ext gave a column
+    // label, hidden unless the row reads as a block on a phone, the cell's value is the item)
+    const item = a.closest('.book-cell-value, li, td, th');
     const box = a.closest('p, li, td, th, dt, dd, figcaption, caption, h1, h2, h3, h4') || a.parentElement;
     const textBefore = (el) => {
       const range = document.createRange();
