@@ -89,7 +89,7 @@ def _cell(text):
 
 
 #: the class of a table whose rows read as blocks on a narrow screen (book.css), each cell
-#: labelled with its column's name (``data-label``, written by the HTML translator)
+#: labelled with its column's name (a label element, written by the HTML translator)
 STACKED_TABLE = "book-stacked-table"
 #: a table of the text with this many columns or more gets that layout on the website: the
 #: instructors' generated tables (5 and 6 columns) and the notation tables (4) were 380 to
@@ -980,10 +980,11 @@ def bibliography_list_items(app):
     ``role="doc-biblioentry"`` inside a ``role="list"``: a list whose children are not list
     items (axe-core: critical), and a role that DPUB-ARIA 1.1 deprecates.  The entries become
     list items of that list.  In a table, a code word may break over lines only where it reads
-    (``code_pieces``: a ``<wbr>`` between two pieces, which book.css hides on a wide screen), never anywhere (a phone broke
+    (``code_pieces``: a ``<wbr>`` between two pieces, which book.css hides on a wide screen),
+    not at any character (a phone broke
     ``gpc_log_marginal_likelihood`` as "gpc_log_marg" | "inal_likelihood"); a body cell of a
-    ``STACKED_TABLE`` carries its column's name (``data-label``, and a label element before the
-    cell's value, which book.css shows on a narrow screen only)."""
+    ``STACKED_TABLE`` carries its column's name in a label element before the cell's value,
+    which book.css shows on a narrow screen only."""
     if app.builder.format != "html":
         return
     base = app.builder.get_translator_class()
@@ -1003,13 +1004,6 @@ def bibliography_list_items(app):
         def depart_table(self, node):
             super().depart_table(node)
             self._book_tables -= 1
-
-        def starttag(self, node, tagname, *args, **attributes):
-            if tagname == "td" and isinstance(node, nodes.entry):
-                label = _column_label(node)
-                if label:
-                    attributes["data-label"] = label
-            return super().starttag(node, tagname, *args, **attributes)
 
         def visit_entry(self, node):
             super().visit_entry(node)
